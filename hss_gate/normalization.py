@@ -1,0 +1,82 @@
+"""Per-category normalization constants M_c: computed from a reference run, stored versioned."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from hss_gate.errors import NormalizationError
+from hss_gate.severity import percentile_constant
+
+VARIANTS = ("aware", "raw")
+
+
+class Normalization(BaseModel):
+    """M_c per category and a global fallback, for each distance variant."""
+
+    version: int = 1
+    quantile: float
+    model: str
+    settings_digest: str
+    created: str
+    constants: dict[str, dict[str, float]]  # variant -> category -> M_c
+    global_constant: dict[str, float]  # variant -> M
+    counts: dict[str, int] = {}
+
+    def constant(self, category: str, variant: str) -> tuple[float, bool]:
+        """(M_c, True) for a known category, else (global M, False)."""
+        per_category = self.constants.get(variant, {})
+        if category in per_category:
+            return per_category[category], True
+        return self.global_constant[variant], False
+
+
+def compute_normalization(
+    rows: Iterable[tuple[str, float, float]], *, quantile: float, model: str,
+    settings_digest: str, created: str,
+) -> Normalization:
+    """From (category, aware distance, raw distance) rows of a reference run."""
+    by_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: {v: [] for v in VARIANTS})
+    every: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    for category, aware, raw in rows:
+        for variant, value in zip(VARIANTS, (aware, raw), strict=True):
+            by_cat[category][variant].append(value)
+            every[variant].append(value)
+    if not every["aware"]:
+        raise NormalizationError("no reference distances to normalize by")
+    return Normalization(
+        quantile=quantile, model=model, settings_digest=settings_digest, created=created,
+        constants={v: {c: percentile_constant(d[v], quantile) for c, d in sorted(by_cat.items())}
+                   for v in VARIANTS},
+        global_constant={v: percentile_constant(every[v], quantile) for v in VARIANTS},
+        counts={c: len(d["aware"]) for c, d in sorted(by_cat.items())},
+    )
+
+
+def load_normalization(path: str | Path) -> Normalization:
+    """Read a normalization file, with a clear error when it is missing or malformed."""
+    path = Path(path)
+    if not path.exists():
+        raise NormalizationError(
+            f"{path}: no normalization constants; run `hss baseline` (or `dvc repro`) first")
+    try:
+        return Normalization.model_validate_json(path.read_text(encoding="utf-8"))
+    except (ValidationError, ValueError) as exc:
+        raise NormalizationError(f"{path}: not a valid normalization file ({exc})") from exc
+
+
+def write_json_atomic(path: str | Path, data: object) -> None:
+    """Write JSON through a temporary file and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
+                                     encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2, sort_keys=False)
+        handle.write("\n")
+    os.replace(handle.name, path)

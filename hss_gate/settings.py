@@ -1,0 +1,142 @@
+"""One typed settings source: params.yaml, overridden by HSS_* environment variables.
+
+Nested keys use a double underscore: HSS_PERTURB__TAU=0.7 overrides perturb.tau.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from hss_gate.errors import InputError
+
+STRENGTH_ORDER = ("low", "moderate", "high")
+
+
+class PerturbSettings(BaseModel):
+    """Meaning-preserving perturbation (METHOD.md section 1)."""
+
+    word_vectors: str = Field("glove-6b-50d", description="embedded name or a KeyedVectors/word2vec path")
+    tau: float = Field(0.7, ge=0.0, le=1.0, description="min word-vector cosine of a swap")
+    gamma: float = Field(0.9, ge=0.0, le=1.0, description="min SBERT cosine of the swapped sentence")
+    neighbours: int = Field(100, ge=1, le=1000, description="nearest neighbours tried per word")
+    vocab_limit: int = Field(40000, ge=1000, description="only the N most frequent vector words")
+    max_senses: int = Field(2, ge=1, le=20, description="WordNet senses of a word that count")
+    protect_entities: bool = True
+    protect_stopwords: bool = True
+    semantic_filter: bool = True
+    k: int = Field(1, ge=1, le=50, description="perturbations per strength band")
+    strengths: dict[str, tuple[float, float]] = Field(
+        default_factory=lambda: {"low": (0.02, 0.04), "moderate": (0.04, 0.07), "high": (0.07, 0.30)}
+    )
+    seed: int = 13
+
+    @model_validator(mode="after")
+    def _bands_valid(self) -> PerturbSettings:
+        for name, (low, high) in self.strengths.items():
+            if not 0.0 < low <= high <= 1.0:
+                raise ValueError(f"strengths.{name}: need 0 < low <= high <= 1, got [{low}, {high}]")
+        return self
+
+
+class GenerateSettings(BaseModel):
+    """Summary generation; part of every summary's cache key."""
+
+    max_new_tokens: int = Field(256, ge=8, le=4096)
+    max_input_words: int = Field(1500, ge=50, description="longer documents are truncated (with a warning)")
+    system_prompt: str = "You are a careful assistant that writes faithful summaries."
+    prompt: str = (
+        "Summarize the following document in three sentences. Use only facts stated in the "
+        "document.\n\nDocument:\n{document}\n\nSummary:"
+    )
+    n_ctx: int = Field(4096, ge=512)
+    threads: int = Field(0, ge=0, description="0 = all cores")
+    parallel: int = Field(1, ge=1, le=16, description="GGUF parallel slots (>1 is faster, not bit-stable)")
+    batch_size: int = Field(4, ge=1, le=64, description="hf: batch size")
+    timeout_s: float = Field(120.0, gt=0, description="openai: per-request timeout")
+    retries: int = Field(3, ge=0, le=10, description="openai: retries on transport errors")
+
+
+class ScoreSettings(BaseModel):
+    """Representation, distance and severity (METHOD.md sections 2-4)."""
+
+    embedder: str = "all-minilm-l6-v2"
+    perturbation_aware: bool = Field(True, description="map swapped words back before embedding")
+    normalization: str = "data/baseline/normalization.json"
+    quantile: float = Field(0.95, gt=0.0, le=1.0)
+    bootstrap_resamples: int = Field(1000, ge=100)
+    confidence: float = Field(0.95, gt=0.5, lt=1.0)
+    ngram: int = Field(4, ge=1, le=8, description="n of the novel n-gram (rewriting) share")
+
+
+class RunSettings(BaseModel):
+    """Where things are read and written."""
+
+    corpus: str = "data/reference"
+    production_model: str = "gguf:qwen2.5-coder-0.5b-instruct"
+    cache_dir: str = ".hss/cache"
+    models_dir: str = ".hss/models"
+    out: str = "outputs/score"
+
+
+class HssSettings(BaseSettings):
+    """All settings of hss-gate. Source order: init args > env (HSS_*) > params.yaml > defaults."""
+
+    model_config = SettingsConfigDict(env_prefix="HSS_", env_nested_delimiter="__", extra="ignore")
+
+    run: RunSettings = Field(default_factory=RunSettings)
+    perturb: PerturbSettings = Field(default_factory=PerturbSettings)
+    generate: GenerateSettings = Field(default_factory=GenerateSettings)
+    score: ScoreSettings = Field(default_factory=ScoreSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings)
+
+
+def _read_params(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: invalid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def load_settings(params_path: str | Path = "params.yaml", **overrides: Any) -> HssSettings:
+    """Read params.yaml (if present), apply HSS_* env vars, then explicit overrides."""
+    path = Path(params_path)
+    data = _read_params(path)
+    known = set(HssSettings.model_fields)
+    try:
+        from_env = HssSettings()  # env beats the file
+        merged = _deep_merge(data, from_env.model_dump(exclude_unset=True))
+        for key, value in overrides.items():
+            section, _, field = key.partition("__")
+            merged.setdefault(section, {})[field] = value
+        return HssSettings(**{k: v for k, v in merged.items() if k in known})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InputError(f"{path}: invalid setting '{where}': {first['msg']}") from exc
+
+
+def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out

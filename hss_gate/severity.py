@@ -1,0 +1,59 @@
+"""The Hallucination Severity Score and its aggregates (pure functions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def severity(distances: Sequence[float], constant: float) -> float:
+    """HSS = mean_k min(D_k / M_c, 1); with M_c == 0 a zero distance scores 0, any other 1."""
+    d = np.asarray(distances, dtype=np.float64)
+    if d.size == 0:
+        raise ValueError("severity needs at least one distance")
+    if np.any(d < 0) or not np.all(np.isfinite(d)):
+        raise ValueError("distances must be finite and non-negative")
+    if constant < 0 or not np.isfinite(constant):
+        raise ValueError("the normalization constant must be finite and non-negative")
+    if constant == 0:
+        return float(np.mean(d > 0))
+    return float(np.mean(np.minimum(d / constant, 1.0)))
+
+
+def percentile_constant(distances: Sequence[float], quantile: float = 0.95) -> float:
+    """M_c: the given quantile of reference distances (linear interpolation)."""
+    d = np.asarray(distances, dtype=np.float64)
+    if d.size == 0:
+        raise ValueError("no reference distances")
+    return float(np.quantile(d, quantile))
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of the mean."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return (float("nan"), float("nan"))
+    if v.size == 1:
+        return (float(v[0]), float(v[0]))
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, v.size, size=(resamples, v.size))].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+def paired_bootstrap_ci(
+    first: Sequence[float], second: Sequence[float], *, resamples: int = 1000,
+    level: float = 0.95, seed: int = 0,
+) -> tuple[float, float, float]:
+    """Mean of first - second over paired items, with a percentile bootstrap CI."""
+    a = np.asarray(first, dtype=np.float64)
+    b = np.asarray(second, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError("paired samples must have the same length")
+    diff = a - b
+    low, high = bootstrap_ci(diff, resamples=resamples, level=level, seed=seed)
+    return (float(diff.mean()), low, high)

@@ -1,0 +1,43 @@
+"""Summarizers chosen by model URI: gguf:, hf:, extractive:, openai:."""
+
+from __future__ import annotations
+
+from hss_gate.embedding import Embedder
+from hss_gate.errors import ModelError
+from hss_gate.settings import HssSettings
+from hss_gate.summarizers.base import FakeSummarizer, Summarizer
+
+SCHEMES = ("gguf", "hf", "extractive", "openai")
+
+
+def load_summarizer(uri: str, settings: HssSettings, embedder: Embedder | None = None) -> Summarizer:
+    """Build (lazily loading) the summarizer a model URI names."""
+    scheme, sep, target = uri.partition(":")
+    if not sep or not target or scheme not in (*SCHEMES, "fake"):
+        raise ModelError(f"invalid model URI '{uri}': expected one of "
+                         + ", ".join(f"{s}:<...>" for s in SCHEMES))
+    if scheme == "gguf":
+        from hss_gate.summarizers.gguf import GgufSummarizer
+
+        return GgufSummarizer(target, settings.generate, settings.run.models_dir)
+    if scheme == "hf":
+        from hss_gate.summarizers.hf import HfSummarizer
+
+        return HfSummarizer(target, settings.generate)
+    if scheme == "openai":
+        from hss_gate.summarizers.openai import OpenAISummarizer
+
+        return OpenAISummarizer(target, settings.generate)
+    if scheme == "fake":
+        return FakeSummarizer()
+    from hss_gate.summarizers.extractive import CentroidSummarizer, LeadSummarizer
+
+    method, _, n = target.partition("-")
+    count = int(n) if n.isdigit() else 3
+    if method == "lead":
+        return LeadSummarizer(count)
+    if method == "centroid":
+        if embedder is None:
+            raise ModelError("extractive:centroid needs a sentence embedder")
+        return CentroidSummarizer(embedder, count)
+    raise ModelError(f"unknown extractive method '{target}' (use lead-N or centroid-N)")

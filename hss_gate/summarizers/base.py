@@ -1,0 +1,66 @@
+"""The summarizer protocol and what every backend shares."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from hss_gate.settings import GenerateSettings
+
+
+class Summarizer(Protocol):
+    """Turns documents into summaries, deterministically for fixed settings."""
+
+    fingerprint: str
+
+    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+                  ) -> list[str]: ...
+
+
+def generation_key(settings: GenerateSettings) -> str:
+    """Digest of the settings that change what a summarizer writes."""
+    fields = settings.model_dump(include={"max_new_tokens", "max_input_words", "system_prompt",
+                                          "prompt", "n_ctx", "parallel"})
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def truncate_words(text: str, max_words: int) -> str:
+    """Keep at most max_words whitespace-separated words (the documented truncation policy)."""
+    words = text.split()
+    return text if len(words) <= max_words else " ".join(words[:max_words])
+
+
+def chat_messages(text: str, settings: GenerateSettings) -> list[dict[str, str]]:
+    """System + user messages for instruction-tuned models."""
+    user = settings.prompt.format(document=truncate_words(text, settings.max_input_words))
+    messages = [{"role": "user", "content": user}]
+    if settings.system_prompt:
+        messages.insert(0, {"role": "system", "content": settings.system_prompt})
+    return messages
+
+
+class FakeSummarizer:
+    """Deterministic test double: the first `n` sentences, optionally with a word swapped in."""
+
+    def __init__(self, n_sentences: int = 2, inject: str | None = None) -> None:
+        self.n = n_sentences
+        self.inject = inject
+        self.fingerprint = f"fake:{n_sentences}:{inject}"
+        self.calls = 0
+
+    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+                  ) -> list[str]:
+        from hss_gate.sentences import split_sentences
+
+        out = []
+        for text in texts:
+            self.calls += 1
+            summary = " ".join(split_sentences(text)[: self.n])
+            if self.inject and len(text) % 2:
+                summary += f" {self.inject}"
+            out.append(summary)
+            if progress:
+                progress(1)
+        return out

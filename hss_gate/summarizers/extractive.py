@@ -1,0 +1,53 @@
+"""Extractive baselines: lead-n and the SBERT-centroid method."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from hss_gate.embedding import Embedder
+from hss_gate.sentences import split_sentences
+
+
+class LeadSummarizer:
+    """The first n sentences of the document."""
+
+    def __init__(self, n: int = 3) -> None:
+        self.n = n
+        self.fingerprint = f"extractive:lead-{n}"
+
+    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+                  ) -> list[str]:
+        out = []
+        for text in texts:
+            out.append(" ".join(split_sentences(text)[: self.n]))
+            if progress:
+                progress(1)
+        return out
+
+
+class CentroidSummarizer:
+    """The n sentences closest to the document's mean SBERT embedding, in document order."""
+
+    def __init__(self, embedder: Embedder, n: int = 3) -> None:
+        self.n = n
+        self.embedder = embedder
+        self.fingerprint = f"extractive:centroid-{n}:{embedder.fingerprint}"
+
+    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+                  ) -> list[str]:
+        out = []
+        for text in texts:
+            sentences = split_sentences(text)
+            if len(sentences) <= self.n:
+                out.append(" ".join(sentences))
+            else:
+                vecs = self.embedder.encode(sentences)
+                centroid = vecs.mean(axis=0)
+                scores = vecs @ (centroid / (np.linalg.norm(centroid) or 1.0))
+                top = sorted(np.argsort(-scores, kind="stable")[: self.n])
+                out.append(" ".join(sentences[i] for i in top))
+            if progress:
+                progress(1)
+        return out

@@ -1,0 +1,98 @@
+"""transformers checkpoints: seq2seq (BART, T5, Pegasus) and causal chat models.
+
+Hub ids load from the local HF cache or a hub connection; a directory loads offline.
+Only safetensors weights are accepted and remote code is never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hss_gate.errors import ModelError
+from hss_gate.model_store import sha256_file
+from hss_gate.settings import GenerateSettings
+from hss_gate.summarizers.base import chat_messages, generation_key, truncate_words
+
+
+def _weights_digest(source: str) -> str:
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(path.glob("*.safetensors"))
+        if not files:
+            raise ModelError(f"{path}: no .safetensors weights (pickle checkpoints are refused)")
+        return "-".join(sha256_file(f)[:12] for f in files)
+    return source  # a hub id: the revision is pinned by the hub cache
+
+
+class HfSummarizer:
+    """Greedy summaries from a transformers model, batched."""
+
+    engine = "transformers"
+
+    def __init__(self, source: str, settings: GenerateSettings) -> None:
+        self.source = source
+        self.settings = settings
+        self.fingerprint = f"hf:{_weights_digest(source)}:{generation_key(settings)}"
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self.is_seq2seq = False
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        import torch
+        from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM,
+                                  AutoTokenizer)
+
+        local = Path(self.source).is_dir()
+        kwargs = {"trust_remote_code": False, "local_files_only": local}
+        try:
+            config = AutoConfig.from_pretrained(self.source, **kwargs)
+            self._tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs)
+            self.is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
+            auto = AutoModelForSeq2SeqLM if self.is_seq2seq else AutoModelForCausalLM
+            self._model = auto.from_pretrained(self.source, use_safetensors=True,
+                                               dtype=torch.float32, **kwargs)
+        except Exception as exc:
+            raise ModelError(f"cannot load hf model '{self.source}': {exc}") from exc
+        self._model.eval()
+        if not self.is_seq2seq:
+            self._tokenizer.padding_side = "left"
+        if self._tokenizer.pad_token is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+
+    def _prompts(self, texts: Sequence[str]) -> list[str]:
+        if self.is_seq2seq:
+            return [truncate_words(t, self.settings.max_input_words) for t in texts]
+        if getattr(self._tokenizer, "chat_template", None):
+            return [self._tokenizer.apply_chat_template(chat_messages(t, self.settings),
+                                                        tokenize=False, add_generation_prompt=True)
+                    for t in texts]
+        return [self.settings.prompt.format(document=truncate_words(t, self.settings.max_input_words))
+                for t in texts]
+
+    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
+                  ) -> list[str]:
+        import torch
+
+        self._load()
+        out: list[str] = []
+        size = self.settings.batch_size
+        for start in range(0, len(texts), size):
+            batch = self._prompts(texts[start : start + size])
+            enc = self._tokenizer(batch, return_tensors="pt", padding=True, truncation=True,
+                                  max_length=min(self.settings.n_ctx,
+                                                 getattr(self._tokenizer, "model_max_length", 10**6)))
+            with torch.no_grad():
+                generated = self._model.generate(
+                    **enc, max_new_tokens=self.settings.max_new_tokens, do_sample=False,
+                    num_beams=1, pad_token_id=self._tokenizer.pad_token_id)
+            if not self.is_seq2seq:
+                generated = generated[:, enc["input_ids"].shape[1]:]
+            out.extend(s.strip() for s in
+                       self._tokenizer.batch_decode(generated, skip_special_tokens=True))
+            if progress:
+                progress(len(batch))
+        return out

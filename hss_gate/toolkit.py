@@ -1,0 +1,63 @@
+"""Build the real models once per process (lazy: nothing loads until first use)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from hss_gate.embedding import SbertEmbedder
+from hss_gate.language import SpacyTagger
+from hss_gate.settings import HssSettings
+
+
+class LazyVectors:
+    """Word vectors loaded on first use."""
+
+    def __init__(self, name: str, vocab_limit: int) -> None:
+        self.name, self.vocab_limit = name, vocab_limit
+
+    @cached_property
+    def _vectors(self):
+        from hss_gate.word_vectors import WordVectors
+
+        return WordVectors.load(self.name, self.vocab_limit)
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.name}:{self.vocab_limit}" if self.name == "glove-6b-50d" \
+            else self._vectors.fingerprint
+
+    def neighbours(self, word: str, n: int, min_cosine: float):
+        return self._vectors.neighbours(word, n, min_cosine)
+
+
+class LazyLexicon:
+    """WordNet loaded on first use."""
+
+    fingerprint = "wordnet:wordnet-3.0"
+
+    @cached_property
+    def _wordnet(self):
+        from hss_gate.lexicon import WordNet
+
+        return WordNet.load_embedded()
+
+    def synonyms(self, lemma: str, pos: str, max_senses: int = 3) -> set[str]:
+        return self._wordnet.synonyms(lemma, pos, max_senses)
+
+    def is_antonym(self, a: str, b: str) -> bool:
+        return self._wordnet.is_antonym(a, b)
+
+    def base_forms(self, word: str, pos: str) -> list[str]:
+        return self._wordnet.base_forms(word, pos)
+
+
+def real_toolkit(settings: HssSettings):
+    """spaCy, word vectors, WordNet and SBERT as configured."""
+    from hss_gate.pipeline import Toolkit
+
+    return Toolkit(
+        tagger=SpacyTagger(),
+        vectors=LazyVectors(settings.perturb.word_vectors, settings.perturb.vocab_limit),
+        lexicon=LazyLexicon(),
+        embedder=SbertEmbedder(settings.score.embedder),
+    )
