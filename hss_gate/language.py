@@ -10,8 +10,23 @@ from hss_gate import model_store
 from hss_gate.errors import ModelError
 
 MENTION_LABELS = {
-    "PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "PRODUCT", "WORK_OF_ART", "LAW",
-    "DATE", "TIME", "MONEY", "PERCENT", "QUANTITY", "CARDINAL", "ORDINAL",
+    "PERSON",
+    "ORG",
+    "GPE",
+    "LOC",
+    "NORP",
+    "FAC",
+    "EVENT",
+    "PRODUCT",
+    "WORK_OF_ART",
+    "LAW",
+    "DATE",
+    "TIME",
+    "MONEY",
+    "PERCENT",
+    "QUANTITY",
+    "CARDINAL",
+    "ORDINAL",
 }
 
 
@@ -91,9 +106,18 @@ class SpacyTagger:
                 sent_of[tok.i] = s_index
         return [
             Token(
-                i=t.i, text=t.text, idx=t.idx, pos=t.pos_, tag=t.tag_, lemma=t.lemma_.lower(),
-                ent=t.ent_type_, is_stop=t.is_stop, like_num=t.like_num, is_punct=t.is_punct,
-                is_space=t.is_space, sent=sent_of.get(t.i, 0),
+                i=t.i,
+                text=t.text,
+                idx=t.idx,
+                pos=t.pos_,
+                tag=t.tag_,
+                lemma=t.lemma_.lower(),
+                ent=t.ent_type_,
+                is_stop=t.is_stop,
+                like_num=t.like_num,
+                is_punct=t.is_punct,
+                is_space=t.is_space,
+                sent=sent_of.get(t.i, 0),
             )
             for t in doc
         ]

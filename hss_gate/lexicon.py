@@ -12,10 +12,26 @@ from hss_gate.errors import ModelError
 POS_FILES = {"NOUN": "noun", "VERB": "verb", "ADJ": "adj", "ADV": "adv"}
 # WordNet's morphy detachment rules
 _SUFFIXES = {
-    "NOUN": (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
-             ("men", "man"), ("ies", "y")),
-    "VERB": (("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""),
-             ("ing", "e"), ("ing", "")),
+    "NOUN": (
+        ("s", ""),
+        ("ses", "s"),
+        ("xes", "x"),
+        ("zes", "z"),
+        ("ches", "ch"),
+        ("shes", "sh"),
+        ("men", "man"),
+        ("ies", "y"),
+    ),
+    "VERB": (
+        ("s", ""),
+        ("ies", "y"),
+        ("es", "e"),
+        ("es", ""),
+        ("ed", "e"),
+        ("ed", ""),
+        ("ing", "e"),
+        ("ing", ""),
+    ),
     "ADJ": (("er", ""), ("est", ""), ("er", "e"), ("est", "e")),
     "ADV": (),
 }
@@ -68,7 +84,7 @@ class WordNet:
                 self._antonyms.add((b, a))
 
     def synonyms(self, lemma: str, pos: str, max_senses: int = 3) -> set[str]:
-        """Words sharing one of the lemma's first `max_senses` synsets (adjectives: + similar-to)."""
+        """Words sharing one of the lemma's first `max_senses` synsets (adjectives: +similar)."""
         out: set[str] = set()
         for offset in self._senses.get((lemma.lower(), pos), [])[:max_senses]:
             out.update(self._members[(pos, offset)])

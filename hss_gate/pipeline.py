@@ -40,8 +40,14 @@ class Toolkit:
 
     @property
     def perturb_fingerprint(self) -> str:
-        return "|".join([self.tagger.fingerprint, self.vectors.fingerprint,
-                         self.lexicon.fingerprint, self.embedder.fingerprint])
+        return "|".join(
+            [
+                self.tagger.fingerprint,
+                self.vectors.fingerprint,
+                self.lexicon.fingerprint,
+                self.embedder.fingerprint,
+            ]
+        )
 
 
 @dataclass
@@ -57,14 +63,19 @@ class ScoreResult:
 
 
 def make_perturbations(
-    docs: Sequence[Document], settings: HssSettings, tools: Toolkit, cache: Cache,
+    docs: Sequence[Document],
+    settings: HssSettings,
+    tools: Toolkit,
+    cache: Cache,
     progress: Progress = _no_progress,
 ) -> dict[str, list[Perturbation]]:
     """K perturbations per strength for every document (cached by content + settings)."""
     p = settings.perturb
     settings_json = p.model_dump_json()
-    keys = {d.doc_id: content_key("perturb-v1", settings_json, tools.perturb_fingerprint, d.text)
-            for d in docs}
+    keys = {
+        d.doc_id: content_key("perturb-v1", settings_json, tools.perturb_fingerprint, d.text)
+        for d in docs
+    }
     cached = cache.get_many("perturbations", keys.values())
     out: dict[str, list[Perturbation]] = {}
     advance = progress("perturb", len(docs), sum(k in cached for k in keys.values()))
@@ -75,11 +86,28 @@ def make_perturbations(
             continue
         tokens = tools.tagger.tokens(doc.text)
         candidates: dict[int, list[Candidate]] = find_candidates(
-            doc.text, tokens, p, vectors=tools.vectors, lexicon=tools.lexicon,
-            tagger=tools.tagger, encode=tools.embedder.encode)
-        made = [perturb(doc.doc_id, doc.text, tokens, candidates, strength, k, p,
-                        encode=tools.embedder.encode)
-                for strength in p.strengths for k in range(p.k)]
+            doc.text,
+            tokens,
+            p,
+            vectors=tools.vectors,
+            lexicon=tools.lexicon,
+            tagger=tools.tagger,
+            encode=tools.embedder.encode,
+        )
+        made = [
+            perturb(
+                doc.doc_id,
+                doc.text,
+                tokens,
+                candidates,
+                strength,
+                k,
+                p,
+                encode=tools.embedder.encode,
+            )
+            for strength in p.strengths
+            for k in range(p.k)
+        ]
         cache.put_many("perturbations", {key: json.dumps([m.to_dict() for m in made]).encode()})
         out[doc.doc_id] = made
         advance(1)
@@ -94,7 +122,10 @@ def _perturbation_from_dict(data: dict[str, Any]) -> Perturbation:
 
 
 def summarize_cached(
-    texts: Sequence[str], summarizer: Summarizer, cache: Cache, progress: Progress = _no_progress,
+    texts: Sequence[str],
+    summarizer: Summarizer,
+    cache: Cache,
+    progress: Progress = _no_progress,
     chunk: int = 4,
 ) -> list[str]:
     """Summaries of the texts; only the ones not in the cache are generated (and stored)."""
@@ -112,7 +143,9 @@ def summarize_cached(
     return [found[k] for k in keys]
 
 
-def embed_cached(sentences: Sequence[str], embedder: Embedder, cache: Cache) -> dict[str, np.ndarray]:
+def embed_cached(
+    sentences: Sequence[str], embedder: Embedder, cache: Cache
+) -> dict[str, np.ndarray]:
     """Embeddings of unique sentences, computed in one batch for the ones not cached."""
     unique = list(dict.fromkeys(sentences))
     keys = {s: content_key("embed-v1", embedder.fingerprint, s) for s in unique}
@@ -120,8 +153,10 @@ def embed_cached(sentences: Sequence[str], embedder: Embedder, cache: Cache) -> 
     missing = [s for s in unique if keys[s] not in found]
     if missing:
         vectors = embedder.encode(missing)
-        new = {keys[s]: np.asarray(v, dtype=np.float32).tobytes() for s, v in
-               zip(missing, vectors, strict=True)}
+        new = {
+            keys[s]: np.asarray(v, dtype=np.float32).tobytes()
+            for s, v in zip(missing, vectors, strict=True)
+        }
         cache.put_many("embeddings", new)
         found.update(new)
     return {s: np.frombuffer(found[keys[s]], dtype=np.float32) for s in unique}
@@ -133,15 +168,22 @@ def _cloud(summary: str, vectors: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def score_documents(
-    docs: Sequence[Document], summarizer: Summarizer, settings: HssSettings, tools: Toolkit,
-    cache: Cache, normalization: Normalization | None, progress: Progress = _no_progress,
+    docs: Sequence[Document],
+    summarizer: Summarizer,
+    settings: HssSettings,
+    tools: Toolkit,
+    cache: Cache,
+    normalization: Normalization | None,
+    progress: Progress = _no_progress,
 ) -> ScoreResult:
     """Score every document; without normalization only distances are reported (baseline)."""
     warnings: list[str] = []
     for doc in docs:
         if len(doc.text.split()) > settings.generate.max_input_words:
-            warnings.append(f"{doc.doc_id}: longer than {settings.generate.max_input_words} words; "
-                            "the summarizer sees only the beginning")
+            warnings.append(
+                f"{doc.doc_id}: longer than {settings.generate.max_input_words} words; "
+                "the summarizer sees only the beginning"
+            )
     perturbations = make_perturbations(docs, settings, tools, cache, progress)
     texts: list[str] = []
     for doc in docs:
@@ -160,7 +202,9 @@ def score_documents(
             cursor += 1
             records.append((doc, p, summary, restore_swaps(summary, p.swaps, doc.text)))
 
-    all_sentences = [s for _, _, a, b in records for t in (a, b) for s in (split_sentences(t) or [""])]
+    all_sentences = [
+        s for _, _, a, b in records for t in (a, b) for s in (split_sentences(t) or [""])
+    ]
     vectors = embed_cached(all_sentences, tools.embedder, cache)
     mentions = tools.tagger.mentions([r[2] for r in records])
 
@@ -172,8 +216,15 @@ def score_documents(
         base_cloud = _cloud(base_summary, vectors)
         base_mentions = mentions[cursor]
         source = truncate_words(doc.text, settings.generate.max_input_words)
-        summary_rows.append({"doc_id": doc.doc_id, "strength": "base", "index": 0,
-                             "summary": base_summary, "restored": base_summary})
+        summary_rows.append(
+            {
+                "doc_id": doc.doc_id,
+                "strength": "base",
+                "index": 0,
+                "summary": base_summary,
+                "restored": base_summary,
+            }
+        )
         base_row = _summary_signals(base_summary, base_mentions, source, settings)
         cursor += 1
         d_aware, d_raw = [], []
@@ -184,33 +235,59 @@ def score_documents(
             d_aware.append(aware)
             d_raw.append(raw)
             signals = _summary_signals(summary, mentions[cursor], p.text, settings)
-            drift = unsupported_share(mentions[cursor], base_summary + " " + doc.text) \
-                if mentions[cursor] else 0.0
-            new_vs_base = len(unsupported_mentions(mentions[cursor], base_summary)) / \
-                max(len(mentions[cursor]), 1)
-            pert_rows.append({
-                "doc_id": doc.doc_id, "category": doc.category, "strength": p.strength,
-                "index": p.index, "distance": aware if variant == "aware" else raw,
-                "distance_aware": aware, "distance_raw": raw, "share": round(p.share, 6),
-                "n_edits": len(p.edits), "n_words": p.n_words, "band_low": p.band[0],
-                "band_high": p.band[1], "reached": p.reached, "note": p.note,
-                "mentions_not_in_base_summary": round(new_vs_base, 6),
-                "mentions_unsupported_by_source_or_base": round(drift, 6),
-                **{f"summary_{k}": v for k, v in signals.items()},
-            })
-            edit_rows.extend({"doc_id": doc.doc_id, "strength": p.strength, "index": p.index,
-                              **e.__dict__} for e in p.edits)
-            summary_rows.append({"doc_id": doc.doc_id, "strength": p.strength, "index": p.index,
-                                 "summary": summary, "restored": restored})
+            drift = (
+                unsupported_share(mentions[cursor], base_summary + " " + doc.text)
+                if mentions[cursor]
+                else 0.0
+            )
+            new_vs_base = len(unsupported_mentions(mentions[cursor], base_summary)) / max(
+                len(mentions[cursor]), 1
+            )
+            pert_rows.append(
+                {
+                    "doc_id": doc.doc_id,
+                    "category": doc.category,
+                    "strength": p.strength,
+                    "index": p.index,
+                    "distance": aware if variant == "aware" else raw,
+                    "distance_aware": aware,
+                    "distance_raw": raw,
+                    "share": round(p.share, 6),
+                    "n_edits": len(p.edits),
+                    "n_words": p.n_words,
+                    "band_low": p.band[0],
+                    "band_high": p.band[1],
+                    "reached": p.reached,
+                    "note": p.note,
+                    "mentions_not_in_base_summary": round(new_vs_base, 6),
+                    "mentions_unsupported_by_source_or_base": round(drift, 6),
+                    **{f"summary_{k}": v for k, v in signals.items()},
+                }
+            )
+            edit_rows.extend(
+                {"doc_id": doc.doc_id, "strength": p.strength, "index": p.index, **e.__dict__}
+                for e in p.edits
+            )
+            summary_rows.append(
+                {
+                    "doc_id": doc.doc_id,
+                    "strength": p.strength,
+                    "index": p.index,
+                    "summary": summary,
+                    "restored": restored,
+                }
+            )
             cursor += 1
-        doc_rows.append(_document_row(doc, base_row, d_aware, d_raw, normalization, variant,
-                                      warnings))
+        doc_rows.append(
+            _document_row(doc, base_row, d_aware, d_raw, normalization, variant, warnings)
+        )
     aggregates = aggregate(doc_rows, pert_rows, settings, variant)
     return ScoreResult(doc_rows, pert_rows, edit_rows, summary_rows, aggregates, warnings)
 
 
-def _summary_signals(summary: str, mentions: list[str], source: str,
-                     settings: HssSettings) -> dict[str, Any]:
+def _summary_signals(
+    summary: str, mentions: list[str], source: str, settings: HssSettings
+) -> dict[str, Any]:
     return {
         "unsupported_share": round(unsupported_share(mentions, source), 6),
         "unsupported": "; ".join(unsupported_mentions(mentions, source)),
@@ -222,41 +299,60 @@ def _summary_signals(summary: str, mentions: list[str], source: str,
     }
 
 
-def _document_row(doc: Document, base: dict[str, Any], d_aware: list[float], d_raw: list[float],
-                  normalization: Normalization | None, variant: str,
-                  warnings: list[str]) -> dict[str, Any]:
+def _document_row(
+    doc: Document,
+    base: dict[str, Any],
+    d_aware: list[float],
+    d_raw: list[float],
+    normalization: Normalization | None,
+    variant: str,
+    warnings: list[str],
+) -> dict[str, Any]:
     row: dict[str, Any] = {"doc_id": doc.doc_id, "category": doc.category, "tier": doc.tier}
     if normalization is not None:
         m_aware, known = normalization.constant(doc.category, "aware")
         m_raw, _ = normalization.constant(doc.category, "raw")
         if not known:
-            warnings.append(f"{doc.doc_id}: category '{doc.category}' has no reference constant; "
-                            "using the global one")
+            warnings.append(
+                f"{doc.doc_id}: category '{doc.category}' has no reference constant; "
+                "using the global one"
+            )
         row["hss_aware"] = severity(d_aware, m_aware)
         row["hss_raw"] = severity(d_raw, m_raw)
         row["hss"] = row[f"hss_{variant}"]
         row["normalization_constant"] = m_aware if variant == "aware" else m_raw
         row["constant_source"] = "category" if known else "global"
-    row.update({
-        "mean_distance_aware": float(np.mean(d_aware)), "mean_distance_raw": float(np.mean(d_raw)),
-        "n_perturbations": len(d_aware),
-        **{f"base_{k}": v for k, v in base.items()},
-    })
+    row.update(
+        {
+            "mean_distance_aware": float(np.mean(d_aware)),
+            "mean_distance_raw": float(np.mean(d_raw)),
+            "n_perturbations": len(d_aware),
+            **{f"base_{k}": v for k, v in base.items()},
+        }
+    )
     return row
 
 
-def aggregate(doc_rows: list[dict[str, Any]], pert_rows: list[dict[str, Any]],
-              settings: HssSettings, variant: str) -> dict[str, Any]:
+def aggregate(
+    doc_rows: list[dict[str, Any]],
+    pert_rows: list[dict[str, Any]],
+    settings: HssSettings,
+    variant: str,
+) -> dict[str, Any]:
     """Model and per-category means with bootstrap CIs, plus the beside-HSS signals."""
     s = settings.score
 
     def ci(values: list[float]) -> dict[str, float]:
-        low, high = bootstrap_ci(values, resamples=s.bootstrap_resamples, level=s.confidence,
-                                 seed=settings.perturb.seed)
+        low, high = bootstrap_ci(
+            values, resamples=s.bootstrap_resamples, level=s.confidence, seed=settings.perturb.seed
+        )
         return {"mean": float(np.mean(values)), "ci_low": low, "ci_high": high, "n": len(values)}
 
-    out: dict[str, Any] = {"variant": variant, "documents": len(doc_rows),
-                           "perturbations": len(pert_rows)}
+    out: dict[str, Any] = {
+        "variant": variant,
+        "documents": len(doc_rows),
+        "perturbations": len(pert_rows),
+    }
     if doc_rows and "hss" in doc_rows[0]:
         out["hss"] = ci([r["hss"] for r in doc_rows])
         out["hss_aware"] = ci([r["hss_aware"] for r in doc_rows])
@@ -268,13 +364,18 @@ def aggregate(doc_rows: list[dict[str, Any]], pert_rows: list[dict[str, Any]],
     out["mean_distance"] = ci([r["distance"] for r in pert_rows]) if pert_rows else None
     out["base_unsupported_share"] = ci([r["base_unsupported_share"] for r in doc_rows])
     out["base_novel_ngram_share"] = ci([r["base_novel_ngram_share"] for r in doc_rows])
-    summaries_truncated = [r["base_truncated"] for r in doc_rows] + \
-        [r["summary_truncated"] for r in pert_rows]
+    summaries_truncated = [r["base_truncated"] for r in doc_rows] + [
+        r["summary_truncated"] for r in pert_rows
+    ]
     out["truncated_share"] = float(np.mean(summaries_truncated)) if summaries_truncated else 0.0
     out["perturbations_short_of_band"] = int(sum(not r["reached"] for r in pert_rows))
     out["by_strength"] = {
-        st: {"mean_share": float(np.mean([r["share"] for r in pert_rows if r["strength"] == st])),
-             "mean_distance": float(np.mean([r["distance"] for r in pert_rows if r["strength"] == st]))}
+        st: {
+            "mean_share": float(np.mean([r["share"] for r in pert_rows if r["strength"] == st])),
+            "mean_distance": float(
+                np.mean([r["distance"] for r in pert_rows if r["strength"] == st])
+            ),
+        }
         for st in dict.fromkeys(r["strength"] for r in pert_rows)
     }
     return out

@@ -16,15 +16,17 @@ from hss_gate.pipeline import ScoreResult
 
 def _write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
     frame = pd.DataFrame(rows, columns=columns) if columns and not rows else pd.DataFrame(rows)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
-                                     encoding="utf-8", newline="") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8", newline=""
+    ) as handle:
         frame.to_csv(handle, index=False, float_format="%.6f")
     os.replace(handle.name, path)
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
-                                     encoding="utf-8") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
+    ) as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     os.replace(handle.name, path)
@@ -39,28 +41,48 @@ def _fmt(stat: dict[str, float] | None) -> str:
 def markdown_report(result: ScoreResult, meta: dict[str, Any]) -> str:
     """A short human-readable report of one run."""
     agg = result.aggregates
-    lines = [f"# HSS report: `{meta['model']}`", "",
-             f"{agg['documents']} documents, {agg['perturbations']} perturbations, "
-             f"distance variant: **{agg['variant']}** (perturbation-aware = swapped words mapped "
-             "back before embedding). Means with "
-             f"{int(meta['settings']['score']['confidence'] * 100)}% bootstrap CIs.", ""]
+    lines = [
+        f"# HSS report: `{meta['model']}`",
+        "",
+        f"{agg['documents']} documents, {agg['perturbations']} perturbations, "
+        f"distance variant: **{agg['variant']}** (perturbation-aware = swapped words mapped "
+        "back before embedding). Means with "
+        f"{int(meta['settings']['score']['confidence'] * 100)}% bootstrap CIs.",
+        "",
+    ]
     if "hss" in agg:
-        lines += ["| signal | value |", "|---|---|",
-                  f"| **HSS** | {_fmt(agg['hss'])} |",
-                  f"| HSS, raw distance | {_fmt(agg['hss_raw'])} |",
-                  f"| entities/numbers unsupported by the source (base summaries) | "
-                  f"{_fmt(agg['base_unsupported_share'])} |",
-                  f"| rewriting: novel 4-gram share (0 = copying) | {_fmt(agg['base_novel_ngram_share'])} |",
-                  f"| summaries ending mid-sentence | {agg['truncated_share']:.1%} |",
-                  f"| perturbations short of their band | {agg['perturbations_short_of_band']} |", "",
-                  "HSS measures instability under meaning-preserving swaps; read it next to the "
-                  "rewriting share: a model that paraphrases more moves more.", "",
-                  "## By category", "", "| category | HSS | n |", "|---|---|---|"]
+        lines += [
+            "| signal | value |",
+            "|---|---|",
+            f"| **HSS** | {_fmt(agg['hss'])} |",
+            f"| HSS, raw distance | {_fmt(agg['hss_raw'])} |",
+            f"| entities/numbers unsupported by the source (base summaries) | "
+            f"{_fmt(agg['base_unsupported_share'])} |",
+            "| rewriting: novel 4-gram share (0 = copying) | "
+            f"{_fmt(agg['base_novel_ngram_share'])} |",
+            f"| summaries ending mid-sentence | {agg['truncated_share']:.1%} |",
+            f"| perturbations short of their band | {agg['perturbations_short_of_band']} |",
+            "",
+            "HSS measures instability under meaning-preserving swaps; read it next to the "
+            "rewriting share: a model that paraphrases more moves more.",
+            "",
+            "## By category",
+            "",
+            "| category | HSS | n |",
+            "|---|---|---|",
+        ]
         lines += [f"| {c} | {_fmt(s)} | {s['n']} |" for c, s in agg["by_category"].items()]
-    lines += ["", "## By strength", "", "| strength | mean share changed | mean distance |",
-              "|---|---|---|"]
-    lines += [f"| {st} | {v['mean_share']:.3f} | {v['mean_distance']:.4f} |"
-              for st, v in agg["by_strength"].items()]
+    lines += [
+        "",
+        "## By strength",
+        "",
+        "| strength | mean share changed | mean distance |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {st} | {v['mean_share']:.3f} | {v['mean_distance']:.4f} |"
+        for st, v in agg["by_strength"].items()
+    ]
     if result.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"
@@ -73,7 +95,8 @@ def write_outputs(out: Path, result: ScoreResult, meta: dict[str, Any]) -> None:
     _write_csv(out / "perturbations.csv", result.perturbations)
     _write_jsonl(out / "edits.jsonl", result.edits)
     _write_jsonl(out / "summaries.jsonl", result.summaries)
-    write_json_atomic(out / "summary.json", {**meta, "aggregates": result.aggregates,
-                                             "warnings": result.warnings})
+    write_json_atomic(
+        out / "summary.json", {**meta, "aggregates": result.aggregates, "warnings": result.warnings}
+    )
     (out / "report.md.tmp").write_text(markdown_report(result, meta), encoding="utf-8")
     os.replace(out / "report.md.tmp", out / "report.md")

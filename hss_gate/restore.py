@@ -28,6 +28,8 @@ def restore_swaps(summary: str, swaps: Iterable[tuple[str, str]], source: str) -
             mapping.setdefault(key, original.lower())
     if not mapping:
         return summary
-    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len,
-                         reverse=True)) + r")\b", re.IGNORECASE)
+    pattern = re.compile(
+        r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")\b",
+        re.IGNORECASE,
+    )
     return pattern.sub(lambda m: _match_case(m.group(0), mapping[m.group(0).lower()]), summary)

@@ -20,9 +20,13 @@ STRENGTH_ORDER = ("low", "moderate", "high")
 class PerturbSettings(BaseModel):
     """Meaning-preserving perturbation (METHOD.md section 1)."""
 
-    word_vectors: str = Field("glove-6b-50d", description="embedded name or a KeyedVectors/word2vec path")
+    word_vectors: str = Field(
+        "glove-6b-50d", description="embedded name or a KeyedVectors/word2vec path"
+    )
     tau: float = Field(0.7, ge=0.0, le=1.0, description="min word-vector cosine of a swap")
-    gamma: float = Field(0.9, ge=0.0, le=1.0, description="min SBERT cosine of the swapped sentence")
+    gamma: float = Field(
+        0.9, ge=0.0, le=1.0, description="min SBERT cosine of the swapped sentence"
+    )
     neighbours: int = Field(100, ge=1, le=1000, description="nearest neighbours tried per word")
     vocab_limit: int = Field(40000, ge=1000, description="only the N most frequent vector words")
     max_senses: int = Field(2, ge=1, le=20, description="WordNet senses of a word that count")
@@ -31,7 +35,11 @@ class PerturbSettings(BaseModel):
     semantic_filter: bool = True
     k: int = Field(1, ge=1, le=50, description="perturbations per strength band")
     strengths: dict[str, tuple[float, float]] = Field(
-        default_factory=lambda: {"low": (0.02, 0.04), "moderate": (0.04, 0.07), "high": (0.07, 0.30)}
+        default_factory=lambda: {
+            "low": (0.02, 0.04),
+            "moderate": (0.04, 0.07),
+            "high": (0.07, 0.30),
+        }
     )
     seed: int = 13
 
@@ -39,7 +47,9 @@ class PerturbSettings(BaseModel):
     def _bands_valid(self) -> PerturbSettings:
         for name, (low, high) in self.strengths.items():
             if not 0.0 < low <= high <= 1.0:
-                raise ValueError(f"strengths.{name}: need 0 < low <= high <= 1, got [{low}, {high}]")
+                raise ValueError(
+                    f"strengths.{name}: need 0 < low <= high <= 1, got [{low}, {high}]"
+                )
         return self
 
 
@@ -47,7 +57,9 @@ class GenerateSettings(BaseModel):
     """Summary generation; part of every summary's cache key."""
 
     max_new_tokens: int = Field(256, ge=8, le=4096)
-    max_input_words: int = Field(1500, ge=50, description="longer documents are truncated (with a warning)")
+    max_input_words: int = Field(
+        1500, ge=50, description="longer documents are truncated (with a warning)"
+    )
     system_prompt: str = "You are a careful assistant that writes faithful summaries."
     prompt: str = (
         "Summarize the following document in three sentences. Use only facts stated in the "
@@ -55,7 +67,9 @@ class GenerateSettings(BaseModel):
     )
     n_ctx: int = Field(4096, ge=512)
     threads: int = Field(0, ge=0, description="0 = all cores")
-    parallel: int = Field(1, ge=1, le=16, description="GGUF parallel slots (>1 is faster, not bit-stable)")
+    parallel: int = Field(
+        1, ge=1, le=16, description="GGUF parallel slots (>1 is faster, not bit-stable)"
+    )
     batch_size: int = Field(4, ge=1, le=64, description="hf: batch size")
     timeout_s: float = Field(120.0, gt=0, description="openai: per-request timeout")
     retries: int = Field(3, ge=0, le=10, description="openai: retries on transport errors")
@@ -95,8 +109,11 @@ class HssSettings(BaseSettings):
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings)

@@ -46,8 +46,12 @@ def bootstrap_ci(
 
 
 def paired_bootstrap_ci(
-    first: Sequence[float], second: Sequence[float], *, resamples: int = 1000,
-    level: float = 0.95, seed: int = 0,
+    first: Sequence[float],
+    second: Sequence[float],
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
 ) -> tuple[float, float, float]:
     """Mean of first - second over paired items, with a percentile bootstrap CI."""
     a = np.asarray(first, dtype=np.float64)

@@ -23,8 +23,11 @@ class LazyVectors:
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.name}:{self.vocab_limit}" if self.name == "glove-6b-50d" \
+        return (
+            f"{self.name}:{self.vocab_limit}"
+            if self.name == "glove-6b-50d"
             else self._vectors.fingerprint
+        )
 
     def neighbours(self, word: str, n: int, min_cosine: float):
         return self._vectors.neighbours(word, n, min_cosine)

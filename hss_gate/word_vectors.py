@@ -61,8 +61,11 @@ class WordVectors:
         words = pd.read_parquet(parquet)["index"].astype(str).tolist()[:vocab_limit]
         vectors = np.load(npy, mmap_mode="r")[:vocab_limit]
         keep = [i for i, w in enumerate(words) if w.isalpha()]
-        return cls([words[i] for i in keep], np.asarray(vectors[keep]),
-                   fingerprint=f"glove-6b-50d:{model.weights[0].sha256[:12]}:{vocab_limit}")
+        return cls(
+            [words[i] for i in keep],
+            np.asarray(vectors[keep]),
+            fingerprint=f"glove-6b-50d:{model.weights[0].sha256[:12]}:{vocab_limit}",
+        )
 
     @classmethod
     def _load_keyed_vectors(cls, path: Path, vocab_limit: int) -> WordVectors:
@@ -73,7 +76,8 @@ class WordVectors:
         try:
             if path.suffix in {".bin", ".txt", ".vec", ".gz"}:
                 kv = KeyedVectors.load_word2vec_format(
-                    str(path), binary=path.suffix == ".bin", limit=vocab_limit)
+                    str(path), binary=path.suffix == ".bin", limit=vocab_limit
+                )
             else:
                 kv = KeyedVectors.load(str(path), mmap="r")
         except Exception as exc:  # gensim raises many types for bad files
@@ -81,5 +85,8 @@ class WordVectors:
         words = [w for w in kv.index_to_key[:vocab_limit]]
         keep = [i for i, w in enumerate(words) if w.isalpha()]
         digest = hashlib.sha256(path.read_bytes()[: 1 << 20]).hexdigest()[:12]
-        return cls([words[i].lower() for i in keep], np.asarray(kv.vectors[keep]),
-                   fingerprint=f"kv:{path.name}:{digest}:{vocab_limit}")
+        return cls(
+            [words[i].lower() for i in keep],
+            np.asarray(kv.vectors[keep]),
+            fingerprint=f"kv:{path.name}:{digest}:{vocab_limit}",
+        )

@@ -10,12 +10,16 @@ from hss_gate.summarizers.base import FakeSummarizer, Summarizer
 SCHEMES = ("gguf", "hf", "extractive", "openai")
 
 
-def load_summarizer(uri: str, settings: HssSettings, embedder: Embedder | None = None) -> Summarizer:
+def load_summarizer(
+    uri: str, settings: HssSettings, embedder: Embedder | None = None
+) -> Summarizer:
     """Build (lazily loading) the summarizer a model URI names."""
     scheme, sep, target = uri.partition(":")
     if not sep or not target or scheme not in (*SCHEMES, "fake"):
-        raise ModelError(f"invalid model URI '{uri}': expected one of "
-                         + ", ".join(f"{s}:<...>" for s in SCHEMES))
+        raise ModelError(
+            f"invalid model URI '{uri}': expected one of "
+            + ", ".join(f"{s}:<...>" for s in SCHEMES)
+        )
     if scheme == "gguf":
         from hss_gate.summarizers.gguf import GgufSummarizer
 

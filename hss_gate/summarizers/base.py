@@ -15,14 +15,25 @@ class Summarizer(Protocol):
 
     fingerprint: str
 
-    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                  ) -> list[str]: ...
+    def summarize(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]: ...
 
 
 def generation_key(settings: GenerateSettings) -> str:
     """Digest of the settings that change what a summarizer writes."""
-    fields = settings.model_dump(include={"max_new_tokens", "max_input_words", "system_prompt",
-                                          "prompt", "n_ctx", "parallel"})
+    fields = settings.model_dump(
+        include={
+            "max_new_tokens",
+            "max_input_words",
+            "system_prompt",
+            "prompt",
+            "n_ctx",
+            "parallel",
+        }
+    )
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -50,8 +61,11 @@ class FakeSummarizer:
         self.fingerprint = f"fake:{n_sentences}:{inject}"
         self.calls = 0
 
-    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                  ) -> list[str]:
+    def summarize(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
         from hss_gate.sentences import split_sentences
 
         out = []

@@ -17,8 +17,11 @@ class LeadSummarizer:
         self.n = n
         self.fingerprint = f"extractive:lead-{n}"
 
-    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                  ) -> list[str]:
+    def summarize(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
         out = []
         for text in texts:
             out.append(" ".join(split_sentences(text)[: self.n]))
@@ -35,8 +38,11 @@ class CentroidSummarizer:
         self.embedder = embedder
         self.fingerprint = f"extractive:centroid-{n}:{embedder.fingerprint}"
 
-    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                  ) -> list[str]:
+    def summarize(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
         out = []
         for text in texts:
             sentences = split_sentences(text)

@@ -59,7 +59,9 @@ class GgufSummarizer:
             try:
                 self._server = xllamacpp.Server(params)
             except Exception as exc:
-                raise ModelError(f"{self.path}: llama.cpp could not load the model ({exc})") from exc
+                raise ModelError(
+                    f"{self.path}: llama.cpp could not load the model ({exc})"
+                ) from exc
         return self._server
 
     def _one(self, text: str) -> str:
@@ -75,8 +77,11 @@ class GgufSummarizer:
             raise ModelError(f"llama.cpp returned an error: {str(response)[:200]}")
         return (response["choices"][0]["message"].get("content") or "").strip()
 
-    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                  ) -> list[str]:
+    def summarize(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
         self._load()
         if self.settings.parallel == 1:
             out = []

@@ -43,8 +43,12 @@ class HfSummarizer:
         if self._model is not None:
             return
         import torch
-        from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM,
-                                  AutoTokenizer)
+        from transformers import (
+            AutoConfig,
+            AutoModelForCausalLM,
+            AutoModelForSeq2SeqLM,
+            AutoTokenizer,
+        )
 
         local = Path(self.source).is_dir()
         kwargs = {"trust_remote_code": False, "local_files_only": local}
@@ -53,8 +57,9 @@ class HfSummarizer:
             self._tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs)
             self.is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
             auto = AutoModelForSeq2SeqLM if self.is_seq2seq else AutoModelForCausalLM
-            self._model = auto.from_pretrained(self.source, use_safetensors=True,
-                                               dtype=torch.float32, **kwargs)
+            self._model = auto.from_pretrained(
+                self.source, use_safetensors=True, dtype=torch.float32, **kwargs
+            )
         except Exception as exc:
             raise ModelError(f"cannot load hf model '{self.source}': {exc}") from exc
         self._model.eval()
@@ -67,14 +72,22 @@ class HfSummarizer:
         if self.is_seq2seq:
             return [truncate_words(t, self.settings.max_input_words) for t in texts]
         if getattr(self._tokenizer, "chat_template", None):
-            return [self._tokenizer.apply_chat_template(chat_messages(t, self.settings),
-                                                        tokenize=False, add_generation_prompt=True)
-                    for t in texts]
-        return [self.settings.prompt.format(document=truncate_words(t, self.settings.max_input_words))
-                for t in texts]
+            return [
+                self._tokenizer.apply_chat_template(
+                    chat_messages(t, self.settings), tokenize=False, add_generation_prompt=True
+                )
+                for t in texts
+            ]
+        return [
+            self.settings.prompt.format(document=truncate_words(t, self.settings.max_input_words))
+            for t in texts
+        ]
 
-    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                  ) -> list[str]:
+    def summarize(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
         import torch
 
         self._load()
@@ -82,17 +95,28 @@ class HfSummarizer:
         size = self.settings.batch_size
         for start in range(0, len(texts), size):
             batch = self._prompts(texts[start : start + size])
-            enc = self._tokenizer(batch, return_tensors="pt", padding=True, truncation=True,
-                                  max_length=min(self.settings.n_ctx,
-                                                 getattr(self._tokenizer, "model_max_length", 10**6)))
+            enc = self._tokenizer(
+                batch,
+                return_tensors="pt",
+                padding=True,
+                truncation=True,
+                max_length=min(
+                    self.settings.n_ctx, getattr(self._tokenizer, "model_max_length", 10**6)
+                ),
+            )
             with torch.no_grad():
                 generated = self._model.generate(
-                    **enc, max_new_tokens=self.settings.max_new_tokens, do_sample=False,
-                    num_beams=1, pad_token_id=self._tokenizer.pad_token_id)
+                    **enc,
+                    max_new_tokens=self.settings.max_new_tokens,
+                    do_sample=False,
+                    num_beams=1,
+                    pad_token_id=self._tokenizer.pad_token_id,
+                )
             if not self.is_seq2seq:
-                generated = generated[:, enc["input_ids"].shape[1]:]
-            out.extend(s.strip() for s in
-                       self._tokenizer.batch_decode(generated, skip_special_tokens=True))
+                generated = generated[:, enc["input_ids"].shape[1] :]
+            out.extend(
+                s.strip() for s in self._tokenizer.batch_decode(generated, skip_special_tokens=True)
+            )
             if progress:
                 progress(len(batch))
         return out

@@ -29,13 +29,19 @@ class OpenAISummarizer:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _one(self, client: httpx.Client, text: str) -> str:
-        body = {"model": self.model, "messages": chat_messages(text, self.settings),
-                "max_tokens": self.settings.max_new_tokens, "temperature": 0.0, "seed": 0}
+        body = {
+            "model": self.model,
+            "messages": chat_messages(text, self.settings),
+            "max_tokens": self.settings.max_new_tokens,
+            "temperature": 0.0,
+            "seed": 0,
+        }
         last = ""
         for attempt in range(self.settings.retries + 1):
             try:
-                response = client.post(f"{self.base_url}/chat/completions", json=body,
-                                       headers=self._headers())
+                response = client.post(
+                    f"{self.base_url}/chat/completions", json=body, headers=self._headers()
+                )
                 if response.status_code >= 500 or response.status_code == 429:
                     last = f"HTTP {response.status_code}"
                 else:
@@ -47,10 +53,15 @@ class OpenAISummarizer:
                 last = type(exc).__name__
             if attempt < self.settings.retries:
                 time.sleep(min(0.5 * 2**attempt, 8.0))
-        raise ModelError(f"{self.base_url}: no answer after {self.settings.retries + 1} tries ({last})")
+        raise ModelError(
+            f"{self.base_url}: no answer after {self.settings.retries + 1} tries ({last})"
+        )
 
-    def summarize(self, texts: Sequence[str], progress: Callable[[int], None] | None = None,
-                  ) -> list[str]:
+    def summarize(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> list[str]:
         out = []
         with httpx.Client(timeout=self.settings.timeout_s) as client:
             for text in texts:

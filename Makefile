@@ -1,0 +1,30 @@
+# hss-gate: the README's two commands are `make quickstart` and `make test`.
+SHELL := /bin/bash
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+VENV := .venv/bin
+MODEL ?= gguf:qwen2.5-coder-0.5b-instruct
+OUT ?= outputs/score
+
+.PHONY: setup quickstart score baseline test test-unit test-fast lint
+
+setup:
+	bash scripts/setup.sh
+
+quickstart: setup score
+
+score:
+	$(VENV)/hss score --model $(MODEL) --out $(OUT)
+
+baseline:
+	$(VENV)/hss baseline
+
+lint:
+	$(VENV)/ruff check hss_gate tests
+
+test: setup lint
+	$(VENV)/python -m pytest -m "unit or integration or slow" -q
+
+test-fast:
+	$(VENV)/python -m pytest -m unit -q

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Create ./.venv from the hashed lock, install hss-gate and the embedded offline models.
+# Idempotent: a second run only checks. CPU-only torch comes from PIP_FIND_LINKS when the
+# machine provides a local wheel there, otherwise from the PyTorch CPU index.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if ! command -v uv >/dev/null 2>&1; then
+  echo "== installing uv"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check uv
+fi
+UV="$(command -v uv || echo "$PYTHON -m uv")"
+
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv"
+  $UV venv --quiet --python "$PYTHON" .venv
+fi
+
+torch_source=()
+if [ -n "${PIP_FIND_LINKS:-}" ]; then
+  torch_source=(--find-links "$PIP_FIND_LINKS")
+else
+  torch_source=(--extra-index-url "https://download.pytorch.org/whl/cpu" --index-strategy unsafe-best-match)
+fi
+
+echo "== installing the locked dependencies (requirements.lock, hash-checked)"
+$UV pip sync --quiet --python .venv/bin/python --require-hashes "${torch_source[@]}" requirements.lock
+$UV pip install --quiet --python .venv/bin/python --no-deps --no-build-isolation -e .
+
+echo "== installing and verifying the embedded models"
+PATH="$(dirname "$UV"):$PATH" .venv/bin/hss models install

@@ -1,0 +1,133 @@
+"""Shared fixtures: fakes for the unit tier, real models (session-scoped) for the others."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from hss_gate.language import Token
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "data" / "reference"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class FakeTagger:
+    """Whitespace tokenizer: lower-case words are NOUNs, capitalized mid-sentence are PROPN."""
+
+    fingerprint = "fake-tagger"
+
+    def _records(self, text: str) -> list[Token]:
+        out, pos, sent, start_of_sentence = [], 0, 0, True
+        for word in text.split():
+            idx = text.index(word, pos)
+            pos = idx + len(word)
+            core = word.rstrip(".,")
+            kind = "PROPN" if core[:1].isupper() and not start_of_sentence else "NOUN"
+            out.append(
+                Token(
+                    i=len(out),
+                    text=core,
+                    idx=idx,
+                    pos=kind,
+                    tag="NN",
+                    lemma=core.lower(),
+                    ent="",
+                    is_stop=core.lower() in {"the", "a", "of", "and"},
+                    like_num=core.isdigit(),
+                    is_punct=False,
+                    is_space=False,
+                    sent=sent,
+                )
+            )
+            start_of_sentence = False
+            if word.endswith("."):
+                out.append(
+                    Token(
+                        i=len(out),
+                        text=".",
+                        idx=idx + len(core),
+                        pos="PUNCT",
+                        tag=".",
+                        lemma=".",
+                        ent="",
+                        is_stop=False,
+                        like_num=False,
+                        is_punct=True,
+                        is_space=False,
+                        sent=sent,
+                    )
+                )
+                sent += 1
+                start_of_sentence = True
+        return out
+
+    def tokens(self, text: str) -> list[Token]:
+        return self._records(text)
+
+    def tag_many(self, texts: Sequence[str]) -> list[list[Token]]:
+        return [self._records(t) for t in texts]
+
+    def mentions(self, texts: Sequence[str]) -> list[list[str]]:
+        return [
+            [w.strip(".,") for w in t.split() if w[:1].isupper() or w[:1].isdigit()] for t in texts
+        ]
+
+
+class FakeVectors:
+    """Neighbours from a fixed table."""
+
+    fingerprint = "fake-vectors"
+
+    def __init__(self, table: dict[str, list[tuple[str, float]]]) -> None:
+        self.table = table
+
+    def neighbours(self, word: str, n: int, min_cosine: float):
+        return tuple((w, c) for w, c in self.table.get(word, [])[:n] if c >= min_cosine)
+
+
+class FakeLexicon:
+    """Synonym sets and antonym pairs from fixed tables."""
+
+    fingerprint = "fake-lexicon"
+
+    def __init__(self, synonyms: dict[str, set[str]], antonyms: set[tuple[str, str]] = frozenset()):
+        self.syn = synonyms
+        self.ant = set(antonyms) | {(b, a) for a, b in antonyms}
+
+    def synonyms(self, lemma: str, pos: str, max_senses: int = 3) -> set[str]:
+        return self.syn.get(lemma, set())
+
+    def is_antonym(self, a: str, b: str) -> bool:
+        return (a, b) in self.ant
+
+    def base_forms(self, word: str, pos: str) -> list[str]:
+        return [word]
+
+
+@pytest.fixture(scope="session")
+def real_settings():
+    from hss_gate.settings import load_settings
+
+    return load_settings(REPO / "params.yaml")
+
+
+@pytest.fixture(scope="session")
+def real_toolkit(real_settings):
+    from hss_gate import model_store
+
+    missing = [
+        n
+        for n in model_store.CORE_MODELS
+        if not model_store.is_installed(model_store.resolve_name(n))
+    ]
+    if missing:
+        pytest.skip(f"embedded models not installed: {missing} (run `hss models install`)")
+    from hss_gate.toolkit import real_toolkit as build
+
+    return build(real_settings)

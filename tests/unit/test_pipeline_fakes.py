@@ -1,0 +1,102 @@
+import json
+
+import pytest
+
+from hss_gate.cache import Cache, content_key
+from hss_gate.corpus import Document
+from hss_gate.embedding import HashingEmbedder
+from hss_gate.normalization import compute_normalization, load_normalization, write_json_atomic
+from hss_gate.pipeline import Toolkit, score_documents, summarize_cached
+from hss_gate.settings import HssSettings, PerturbSettings
+from hss_gate.summarizers.base import FakeSummarizer
+from tests.conftest import FakeTagger
+from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
+
+pytestmark = pytest.mark.unit
+
+
+def _toolkit():
+    return Toolkit(
+        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+    )
+
+
+def _settings():
+    return HssSettings(
+        perturb=PerturbSettings(
+            tau=0.7, gamma=0.0, k=2, strengths={"low": (0.05, 0.1), "high": (0.1, 0.3)}
+        )
+    )
+
+
+DOCS = [
+    Document(doc_id="a", category="news", text=TEXT),
+    Document(doc_id="b", category="legal", text=TEXT.replace("council", "court")),
+]
+
+
+def test_cache_roundtrip_and_persistence(tmp_path):
+    cache = Cache(tmp_path)
+    cache.put_many("ns", {"k": b"v"})
+    cache.close()
+    again = Cache(tmp_path)
+    assert again.get_many("ns", ["k", "missing"]) == {"k": b"v"}
+    assert content_key("a", "bc") != content_key("ab", "c")
+
+
+def test_summaries_are_generated_once(tmp_path):
+    cache, fake = Cache(tmp_path), FakeSummarizer()
+    first = summarize_cached(["one. two. three.", "x. y."], fake, cache)
+    assert fake.calls == 2
+    second = summarize_cached(["one. two. three.", "x. y.", "x. y."], fake, cache)
+    assert fake.calls == 2 and second[:2] == first
+
+
+def test_copying_summarizer_scores_zero_with_perturbation_aware_distance(tmp_path):
+    settings = _settings()
+    result = score_documents(
+        DOCS, FakeSummarizer(n_sentences=3), settings, _toolkit(), Cache(tmp_path), None
+    )
+    aware = [r["distance_aware"] for r in result.perturbations]
+    raw = [r["distance_raw"] for r in result.perturbations]
+    assert len(aware) == 2 * 2 * 2
+    assert max(aware) == pytest.approx(0.0, abs=1e-6)
+    assert max(raw) > 0.0  # the raw variant measures the swaps the copy carried over
+
+
+def test_full_result_with_normalization(tmp_path):
+    settings = _settings()
+    tools, cache = _toolkit(), Cache(tmp_path)
+    reference = score_documents(
+        DOCS, FakeSummarizer(inject="Paris 1999."), settings, tools, cache, None
+    )
+    norm = compute_normalization(
+        ((r["category"], r["distance_aware"], r["distance_raw"]) for r in reference.perturbations),
+        quantile=0.95,
+        model="fake",
+        settings_digest="x",
+        created="now",
+    )
+    write_json_atomic(tmp_path / "norm.json", norm.model_dump(mode="json"))
+    norm = load_normalization(tmp_path / "norm.json")
+    docs = [*DOCS, Document(doc_id="c", category="unseen", text=TEXT)]
+    result = score_documents(
+        docs, FakeSummarizer(inject="Paris 1999."), settings, tools, cache, norm
+    )
+    assert all(0.0 <= r["hss"] <= 1.0 for r in result.documents)
+    assert [r["constant_source"] for r in result.documents] == ["category", "category", "global"]
+    assert any("unseen" in w for w in result.warnings)
+    agg = result.aggregates
+    assert agg["hss"]["ci_low"] <= agg["hss"]["mean"] <= agg["hss"]["ci_high"]
+    assert set(agg["by_category"]) == {"news", "legal", "unseen"}
+    assert json.dumps(agg)  # serializable
+
+
+def test_rerun_is_identical_and_generates_nothing(tmp_path):
+    settings, tools = _settings(), _toolkit()
+    fake = FakeSummarizer()
+    first = score_documents(DOCS, fake, settings, tools, Cache(tmp_path), None)
+    calls = fake.calls
+    second = score_documents(DOCS, fake, settings, tools, Cache(tmp_path), None)
+    assert fake.calls == calls
+    assert first.perturbations == second.perturbations and first.edits == second.edits
