@@ -142,6 +142,16 @@ def is_eligible(token: Token, sentence_start: bool, settings: PerturbSettings) -
     return not (token.text[:1].isupper() and not sentence_start)  # capitalized mid-sentence
 
 
+def _morphological_relatives(a: str, b: str) -> bool:
+    """Same stem (investigation/investigating, harbor/harbour): not a synonym swap."""
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return common >= min(len(a), len(b)) or (common >= 5 and common >= min(len(a), len(b)) - 3)
+
+
 def _sentence_spans(tokens: Sequence[Token]) -> dict[int, tuple[int, int]]:
     spans: dict[int, list[int]] = {}
     for t in tokens:
@@ -177,7 +187,7 @@ def find_candidates(
         tried = 0
         for word, cosine in vectors.neighbours(lower, settings.neighbours, settings.tau):
             bases = lexicon.base_forms(word, token.pos)
-            if token.lemma in bases or word.startswith(lower) or lower.startswith(word):
+            if token.lemma in bases or _morphological_relatives(lower, word):
                 continue
             if not any(b in synonyms for b in bases):
                 continue

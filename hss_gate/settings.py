@@ -56,14 +56,14 @@ class PerturbSettings(BaseModel):
 class GenerateSettings(BaseModel):
     """Summary generation; part of every summary's cache key."""
 
-    max_new_tokens: int = Field(256, ge=8, le=4096)
+    max_new_tokens: int = Field(200, ge=8, le=4096)
     max_input_words: int = Field(
         1500, ge=50, description="longer documents are truncated (with a warning)"
     )
-    system_prompt: str = "You are a careful assistant that writes faithful summaries."
+    system_prompt: str = "You are a helpful assistant that summarizes documents."
     prompt: str = (
-        "Summarize the following document in three sentences. Use only facts stated in the "
-        "document.\n\nDocument:\n{document}\n\nSummary:"
+        "Read the article and write a summary of at most 60 words.\n\nArticle:\n{document}"
+        "\n\nWrite the summary of at most 60 words now."
     )
     n_ctx: int = Field(4096, ge=512)
     threads: int = Field(0, ge=0, description="0 = all cores")

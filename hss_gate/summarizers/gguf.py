@@ -41,7 +41,11 @@ class GgufSummarizer:
     def __init__(self, name_or_path: str, settings: GenerateSettings, models_dir: str) -> None:
         self.path, digest = resolve_gguf(name_or_path, models_dir)
         self.settings = settings
-        self.fingerprint = f"gguf:{digest[:16]}:{self.engine}:{generation_key(settings)}"
+        self.threads = settings.threads or (os.cpu_count() or 1)
+        # the thread count changes llama.cpp's reductions, hence greedy outputs: part of the key
+        self.fingerprint = (
+            f"gguf:{digest[:16]}:{self.engine}:t{self.threads}:{generation_key(settings)}"
+        )
         self._server: Any = None
 
     def _load(self) -> Any:
@@ -52,7 +56,7 @@ class GgufSummarizer:
             params.model.path = str(self.path)
             params.n_parallel = self.settings.parallel
             params.n_ctx = self.settings.n_ctx * self.settings.parallel
-            params.cpuparams.n_threads = self.settings.threads or (os.cpu_count() or 1)
+            params.cpuparams.n_threads = self.threads
             params.cpuparams_batch.n_threads = params.cpuparams.n_threads
             params.warmup = False
             params.verbosity = -1
@@ -71,6 +75,9 @@ class GgufSummarizer:
             "temperature": 0.0,
             "top_k": 1,
             "seed": 0,
+            # a reused KV prefix changes the floating point and so greedy ties: keep runs
+            # independent of what was generated before
+            "cache_prompt": False,
         }
         response = self._load().handle_chat_completions(request)
         if not isinstance(response, dict) or "choices" not in response:

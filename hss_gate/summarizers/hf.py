@@ -6,6 +6,7 @@ Only safetensors weights are accepted and remote code is never run.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,23 @@ from hss_gate.model_store import sha256_file
 from hss_gate.settings import GenerateSettings
 from hss_gate.summarizers.base import chat_messages, generation_key, truncate_words
 
+# Small files that change what a checkpoint writes: config, generation config, tokenizer,
+# chat template (transformers 5 saves it as chat_template.jinja), vocab/merges.
+_TEXT_SUFFIXES = (".json", ".jinja", ".model", ".txt", ".tiktoken")
+
 
 def _weights_digest(source: str) -> str:
+    """Digest of a local checkpoint: its safetensors weights plus its config/tokenizer files."""
     path = Path(source)
     if path.is_dir():
         files = sorted(path.glob("*.safetensors"))
         if not files:
             raise ModelError(f"{path}: no .safetensors weights (pickle checkpoints are refused)")
-        return "-".join(sha256_file(f)[:12] for f in files)
+        weights = "-".join(sha256_file(f)[:12] for f in files)
+        meta = hashlib.sha256()
+        for f in sorted(p for p in path.iterdir() if p.is_file() and p.suffix in _TEXT_SUFFIXES):
+            meta.update(f"{f.name}\0{sha256_file(f)}\0".encode())
+        return f"{weights}-{meta.hexdigest()[:12]}"
     return source  # a hub id: the revision is pinned by the hub cache
 
 
@@ -65,23 +75,50 @@ class HfSummarizer:
         self._model.eval()
         if not self.is_seq2seq:
             self._tokenizer.padding_side = "left"
+            # if a prompt must still be cut, keep its end: the generation cue ("Summary:")
+            self._tokenizer.truncation_side = "left"
         if self._tokenizer.pad_token is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
 
-    def _prompts(self, texts: Sequence[str]) -> list[str]:
+    def _chat(self) -> bool:
+        return not self.is_seq2seq and bool(getattr(self._tokenizer, "chat_template", None))
+
+    def _budget(self) -> int:
+        """Most prompt tokens: a causal model's new tokens share its context window."""
+        model_max = getattr(self._tokenizer, "model_max_length", None) or 10**6
+        limit = min(self.settings.n_ctx, model_max)
+        if self.is_seq2seq:
+            return limit
+        if self.settings.max_new_tokens >= limit:
+            raise ModelError(
+                f"generate.max_new_tokens ({self.settings.max_new_tokens}) leaves no "
+                f"room for the prompt in a context of {limit} tokens"
+            )
+        return limit - self.settings.max_new_tokens
+
+    def _render(self, document: str) -> str:
+        if self._chat():
+            return self._tokenizer.apply_chat_template(
+                chat_messages(document, self.settings), tokenize=False, add_generation_prompt=True
+            )
+        return self.settings.prompt.format(document=document)
+
+    def _causal_prompt(self, text: str, budget: int) -> str:
+        """The prompt, with the document cut at its end until instruction + document fit."""
+        document = truncate_words(text, self.settings.max_input_words)
+        words = document.split()
+        while True:
+            prompt = self._render(document)
+            count = len(self._tokenizer(prompt, add_special_tokens=not self._chat())["input_ids"])
+            if count <= budget or not words:
+                return prompt
+            words = words[: min(len(words) - 1, len(words) * budget // count)]
+            document = " ".join(words)
+
+    def _prompts(self, texts: Sequence[str], budget: int) -> list[str]:
         if self.is_seq2seq:
             return [truncate_words(t, self.settings.max_input_words) for t in texts]
-        if getattr(self._tokenizer, "chat_template", None):
-            return [
-                self._tokenizer.apply_chat_template(
-                    chat_messages(t, self.settings), tokenize=False, add_generation_prompt=True
-                )
-                for t in texts
-            ]
-        return [
-            self.settings.prompt.format(document=truncate_words(t, self.settings.max_input_words))
-            for t in texts
-        ]
+        return [self._causal_prompt(t, budget) for t in texts]
 
     def summarize(
         self,
@@ -93,16 +130,17 @@ class HfSummarizer:
         self._load()
         out: list[str] = []
         size = self.settings.batch_size
+        budget = self._budget()
         for start in range(0, len(texts), size):
-            batch = self._prompts(texts[start : start + size])
+            batch = self._prompts(texts[start : start + size], budget)
+            # a chat template writes its own BOS: adding special tokens again would double it
             enc = self._tokenizer(
                 batch,
                 return_tensors="pt",
                 padding=True,
                 truncation=True,
-                max_length=min(
-                    self.settings.n_ctx, getattr(self._tokenizer, "model_max_length", 10**6)
-                ),
+                max_length=budget,
+                add_special_tokens=not self._chat(),
             )
             with torch.no_grad():
                 generated = self._model.generate(

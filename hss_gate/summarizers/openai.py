@@ -13,6 +13,17 @@ from hss_gate.settings import GenerateSettings
 from hss_gate.summarizers.base import chat_messages, generation_key
 
 
+def _content(response: httpx.Response) -> str:
+    """The first choice's message text; ValueError for any answer not shaped like one."""
+    try:
+        content = response.json()["choices"][0]["message"].get("content")
+    except (ValueError, LookupError, TypeError, AttributeError) as exc:
+        raise ValueError(f"malformed chat completion ({type(exc).__name__})") from exc
+    if content is not None and not isinstance(content, str):
+        raise ValueError("malformed chat completion (content is not text)")
+    return (content or "").strip()
+
+
 class OpenAISummarizer:
     """Greedy chat completions over HTTP with bounded retries. Key from HSS_OPENAI_API_KEY."""
 
@@ -46,11 +57,15 @@ class OpenAISummarizer:
                     last = f"HTTP {response.status_code}"
                 else:
                     response.raise_for_status()
-                    return (response.json()["choices"][0]["message"].get("content") or "").strip()
+                    return _content(response)
             except httpx.HTTPStatusError as exc:
-                raise ModelError(f"{self.base_url}: HTTP {exc.response.status_code}") from exc
-            except (httpx.TransportError, ValueError, KeyError) as exc:
-                last = type(exc).__name__
+                reason = exc.response.text.strip()[:300]
+                raise ModelError(
+                    f"{self.base_url}: HTTP {exc.response.status_code}"
+                    + (f": {reason}" if reason else "")
+                ) from exc
+            except (httpx.TransportError, ValueError) as exc:
+                last = f"{type(exc).__name__}: {exc}"[:200]
             if attempt < self.settings.retries:
                 time.sleep(min(0.5 * 2**attempt, 8.0))
         raise ModelError(
