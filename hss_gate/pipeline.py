@@ -22,6 +22,9 @@ from hss_gate.severity import bootstrap_ci, severity
 from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
 from hss_gate.summarizers.base import Summarizer, truncate_words
 
+# bump when the perturbation algorithm changes: cached perturbations are keyed on it
+PERTURB_ALGORITHM = "perturb-v2"
+
 Progress = Callable[[str, int, int], Callable[[int], None]]  # (task, total, done) -> advance
 
 
@@ -73,7 +76,7 @@ def make_perturbations(
     p = settings.perturb
     settings_json = p.model_dump_json()
     keys = {
-        d.doc_id: content_key("perturb-v1", settings_json, tools.perturb_fingerprint, d.text)
+        d.doc_id: content_key(PERTURB_ALGORITHM, settings_json, tools.perturb_fingerprint, d.text)
         for d in docs
     }
     cached = cache.get_many("perturbations", keys.values())
