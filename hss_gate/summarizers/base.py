@@ -22,6 +22,20 @@ class Summarizer(Protocol):
     ) -> list[str]: ...
 
 
+def each_with_progress(
+    func: Callable[[str], str],
+    texts: Sequence[str],
+    progress: Callable[[int], None] | None,
+) -> list[str]:
+    """Apply func to every text in order, reporting one step per text."""
+    out = []
+    for text in texts:
+        out.append(func(text))
+        if progress:
+            progress(1)
+    return out
+
+
 def generation_key(settings: GenerateSettings) -> str:
     """Digest of the settings that change what a summarizer writes."""
     fields = settings.model_dump(

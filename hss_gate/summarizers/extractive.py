@@ -8,6 +8,7 @@ import numpy as np
 
 from hss_gate.embedding import Embedder
 from hss_gate.sentences import split_sentences
+from hss_gate.summarizers.base import each_with_progress
 
 
 class LeadSummarizer:
@@ -22,12 +23,9 @@ class LeadSummarizer:
         texts: Sequence[str],
         progress: Callable[[int], None] | None = None,
     ) -> list[str]:
-        out = []
-        for text in texts:
-            out.append(" ".join(split_sentences(text)[: self.n]))
-            if progress:
-                progress(1)
-        return out
+        return each_with_progress(
+            lambda text: " ".join(split_sentences(text)[: self.n]), texts, progress
+        )
 
 
 class CentroidSummarizer:
@@ -43,17 +41,14 @@ class CentroidSummarizer:
         texts: Sequence[str],
         progress: Callable[[int], None] | None = None,
     ) -> list[str]:
-        out = []
-        for text in texts:
-            sentences = split_sentences(text)
-            if len(sentences) <= self.n:
-                out.append(" ".join(sentences))
-            else:
-                vecs = self.embedder.encode(sentences)
-                centroid = vecs.mean(axis=0)
-                scores = vecs @ (centroid / (np.linalg.norm(centroid) or 1.0))
-                top = sorted(np.argsort(-scores, kind="stable")[: self.n])
-                out.append(" ".join(sentences[i] for i in top))
-            if progress:
-                progress(1)
-        return out
+        return each_with_progress(self._one, texts, progress)
+
+    def _one(self, text: str) -> str:
+        sentences = split_sentences(text)
+        if len(sentences) <= self.n:
+            return " ".join(sentences)
+        vecs = self.embedder.encode(sentences)
+        centroid = vecs.mean(axis=0)
+        scores = vecs @ (centroid / (np.linalg.norm(centroid) or 1.0))
+        top = sorted(np.argsort(-scores, kind="stable")[: self.n])
+        return " ".join(sentences[i] for i in top)

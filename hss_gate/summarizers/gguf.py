@@ -12,7 +12,7 @@ from hss_gate import model_store
 from hss_gate.errors import ModelError
 from hss_gate.model_store import sha256_file
 from hss_gate.settings import GenerateSettings
-from hss_gate.summarizers.base import chat_messages, generation_key
+from hss_gate.summarizers.base import chat_messages, each_with_progress, generation_key
 
 
 def resolve_gguf(name_or_path: str, models_dir: str) -> tuple[Path, str]:
@@ -91,12 +91,7 @@ class GgufSummarizer:
     ) -> list[str]:
         self._load()
         if self.settings.parallel == 1:
-            out = []
-            for text in texts:
-                out.append(self._one(text))
-                if progress:
-                    progress(1)
-            return out
+            return each_with_progress(self._one, texts, progress)
         with ThreadPoolExecutor(self.settings.parallel) as pool:
             futures = [pool.submit(self._one, t) for t in texts]
             results = []

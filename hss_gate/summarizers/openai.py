@@ -10,7 +10,7 @@ import httpx
 
 from hss_gate.errors import ModelError
 from hss_gate.settings import GenerateSettings
-from hss_gate.summarizers.base import chat_messages, generation_key
+from hss_gate.summarizers.base import chat_messages, each_with_progress, generation_key
 
 
 def _content(response: httpx.Response) -> str:
@@ -77,10 +77,5 @@ class OpenAISummarizer:
         texts: Sequence[str],
         progress: Callable[[int], None] | None = None,
     ) -> list[str]:
-        out = []
         with httpx.Client(timeout=self.settings.timeout_s) as client:
-            for text in texts:
-                out.append(self._one(client, text))
-                if progress:
-                    progress(1)
-        return out
+            return each_with_progress(lambda text: self._one(client, text), texts, progress)
