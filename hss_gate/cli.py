@@ -116,10 +116,10 @@ def run_scoring(
         settings.perturb.strengths = {s: settings.perturb.strengths[s] for s in chosen}
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
-    docs = load_corpus(corpus or settings.run.corpus, limit)
-    norm = None if baseline else load_normalization(settings.score.normalization)
     tools = real_toolkit(settings)
     summarizer = load_summarizer(model, settings, tools.embedder)
+    docs = load_corpus(corpus or settings.run.corpus, limit)
+    norm = None if baseline else load_normalization(settings.score.normalization)
     cache = Cache(settings.run.cache_dir)
     started = time.perf_counter()
     with Progress(

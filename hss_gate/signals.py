@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+(?:[.,]\d+)*")
+# possessives split off ("Joanna's" -> joanna, s) so a name matches its possessive form
+_WORD = re.compile(r"[A-Za-z]+|\d+(?:[.,]\d+)*")
 _NUMBER_WORDS = {
     "zero": "0",
     "one": "1",

@@ -53,3 +53,7 @@ def test_restore_skips_replacements_that_the_source_also_uses():
     source = "A swift decision by rapid officials."
     summary = "A swift decision."
     assert restore_swaps(summary, [("rapid", "swift")], source) == summary
+
+
+def test_a_name_is_supported_by_its_possessive_form():
+    assert unsupported_mentions(["Joanna", "Chile"], "Joanna's review of Chile's wines") == []
