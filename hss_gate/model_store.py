@@ -312,7 +312,8 @@ def install(models: list[EmbeddedModel]) -> None:
         return
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as req:
         req.write("\n".join(lines) + "\n")
-    uv = shutil.which("uv")
+    beside = Path(sys.executable).parent / "uv"  # the venv's own uv (a locked dependency)
+    uv = str(beside) if beside.exists() else shutil.which("uv")
     if uv:
         cmd = [uv, "pip", "install", "--python", sys.executable, "--no-deps", "--require-hashes"]
     else:

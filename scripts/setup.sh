@@ -25,8 +25,8 @@ else
 fi
 
 echo "== installing the locked dependencies (requirements.lock, hash-checked)"
-$UV pip sync --quiet --python .venv/bin/python --require-hashes "${torch_source[@]}" requirements.lock
+$UV pip install --quiet --python .venv/bin/python --require-hashes "${torch_source[@]}" -r requirements.lock
 $UV pip install --quiet --python .venv/bin/python --no-deps --no-build-isolation -e .
 
 echo "== installing and verifying the embedded models"
-PATH="$(dirname "$UV"):$PATH" .venv/bin/hss models install
+.venv/bin/hss models install
