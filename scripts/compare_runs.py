@@ -56,6 +56,15 @@ def main() -> None:
               f"{_fmt(g.base_unsupported_share)} | {_fmt(g.base_novel_ngram_share)} | "
               f"{g.base_truncated.mean():.0%} | {g.wall_time_s.iloc[0]} |")
 
+    print("\nHSS (aware) by category, mean [95% bootstrap CI]:")
+    cats = sorted(data.category.unique())
+    models = list(dict.fromkeys(data.model))
+    print("| category | " + " | ".join(models) + " |")
+    print("|---|" + "---|" * len(models))
+    for cat in cats:
+        cells = [_fmt(data[(data.model == m) & (data.category == cat)].hss_aware) for m in models]
+        print(f"| {cat} | " + " | ".join(cells) + " |")
+
     names = list(dict.fromkeys(data.model))
     print("\nPaired differences of HSS (row - column), mean [95% CI] over shared documents:")
     for i, a in enumerate(names):
