@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +17,7 @@ from rich.table import Table
 
 from hss_gate import __version__
 from hss_gate.errors import HssError, InputError
+from hss_gate.normalization import write_json_atomic
 
 app = typer.Typer(
     add_completion=False,
@@ -82,6 +81,28 @@ def _strengths(value: str | None, available: list[str]) -> list[str] | None:
     return chosen
 
 
+def _settings(params: Path, k: int | None = None, seed: int | None = None, **more: Any):
+    from hss_gate.settings import load_settings
+
+    overrides: dict[str, Any] = {f"{key}": v for key, v in more.items() if v is not None}
+    if k is not None:
+        overrides["perturb__k"] = k
+    if seed is not None:
+        overrides["perturb__seed"] = seed
+    return load_settings(params, **overrides)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
 def run_scoring(
     model: str,
     params: Path,
@@ -95,65 +116,26 @@ def run_scoring(
     baseline: bool = False,
 ) -> tuple[Any, Any, Path]:
     """Shared body of `score` and `baseline`."""
-    from hss_gate.cache import Cache
     from hss_gate.corpus import load_corpus
     from hss_gate.normalization import load_normalization
-    from hss_gate.pipeline import score_documents
-    from hss_gate.settings import load_settings
-    from hss_gate.summarizers import load_summarizer
-    from hss_gate.toolkit import real_toolkit
+    from hss_gate.runner import score_model
 
-    overrides: dict[str, Any] = {}
-    if k is not None:
-        overrides["perturb__k"] = k
-    if seed is not None:
-        overrides["perturb__seed"] = seed
-    if normalization is not None:
-        overrides["score__normalization"] = normalization
-    settings = load_settings(params, **overrides)
+    settings = _settings(params, k, seed, score__normalization=normalization)
     chosen = _strengths(strengths, list(settings.perturb.strengths))
     if chosen:
         settings.perturb.strengths = {s: settings.perturb.strengths[s] for s in chosen}
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
-    tools = real_toolkit(settings)
-    summarizer = load_summarizer(model, settings, tools.embedder)
     docs = load_corpus(corpus or settings.run.corpus, limit)
     norm = None if baseline else load_normalization(settings.score.normalization)
-    cache = Cache(settings.run.cache_dir)
-    started = time.perf_counter()
-    with Progress(
-        TextColumn("{task.description:<10}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    ) as progress:
-        result = score_documents(
-            docs, summarizer, settings, tools, cache, norm, _progress_factory(progress)
+    with _progress() as progress:
+        result, meta = score_model(
+            model, docs, settings, norm, progress=_progress_factory(progress)
         )
-    elapsed = time.perf_counter() - started
-    meta = {
-        "hss_gate_version": __version__,
-        "model": model,
-        "fingerprint": summarizer.fingerprint,
-        "corpus": str(corpus or settings.run.corpus),
-        "documents": len(docs),
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "wall_time_s": round(elapsed, 1),
-        "normalization": None
-        if baseline
-        else {
-            "path": settings.score.normalization,
-            "model": norm.model,
-            "created": norm.created,
-            "settings_digest": norm.settings_digest,
-        },
-        "settings": settings.model_dump(mode="json"),
-    }
-    out_dir = Path(out or settings.run.out)
-    return result, meta, out_dir
+    meta["corpus"] = str(corpus or settings.run.corpus)
+    if norm is not None:
+        meta["normalization"]["path"] = settings.score.normalization
+    return result, meta, Path(out or settings.run.out)
 
 
 def _print_table(result: Any) -> None:
@@ -216,6 +198,9 @@ def score(
     )
 
 
+BASELINE_STAGES = ("scores", "constants", "metrics", "all")
+
+
 @app.command()
 @guarded
 def baseline(
@@ -223,34 +208,79 @@ def baseline(
         str | None, typer.Option("--model", "-m", help="default: run.production_model")
     ] = None,
     corpus: Annotated[str | None, typer.Option(help="reference corpus")] = None,
-    out: Annotated[str, typer.Option(help="reference scores directory")] = "data/baseline",
+    out: Annotated[str, typer.Option(help="baseline directory")] = "data/baseline",
+    stage: Annotated[
+        str, typer.Option(help="scores | constants | metrics | all (the dvc.yaml stages)")
+    ] = "all",
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
-    """Score the reference corpus; write the normalization constants M_c (what dvc repro runs)."""
-    from hss_gate.normalization import compute_normalization, write_json_atomic
-    from hss_gate.report import write_outputs
-    from hss_gate.settings import load_settings
+    """The production baseline (what `dvc repro` runs): reference scores, the normalization
+    constants M_c, and the production model's metrics on the reference corpus."""
 
-    settings = load_settings(params)
-    model = model or settings.run.production_model
-    result, meta, _ = run_scoring(
-        model, params, corpus, None, None, None, None, out, None, baseline=True
-    )
-    digest = hashlib.sha256(str(meta["settings"]).encode()).hexdigest()[:16]
-    norm = compute_normalization(
-        ((r["category"], r["distance_aware"], r["distance_raw"]) for r in result.perturbations),
-        quantile=settings.score.quantile,
-        model=meta["fingerprint"],
-        settings_digest=digest,
-        created=meta["created"],
-    )
-    out_dir = Path(out)
-    write_outputs(out_dir / "reference", result, meta)
-    write_json_atomic(settings.score.normalization, norm.model_dump(mode="json"))
-    console.print(
-        f"wrote {settings.score.normalization} ({len(norm.counts)} categories) and "
-        f"{out_dir}/reference/ in {meta['wall_time_s']} s"
-    )
+    from hss_gate.baseline import document_scores, score_metrics
+    from hss_gate.normalization import compute_normalization, load_normalization
+    from hss_gate.report import write_csv_atomic, write_outputs
+
+    if stage not in BASELINE_STAGES:
+        raise InputError(f"--stage: unknown '{stage}'; choose from {', '.join(BASELINE_STAGES)}")
+    settings = _settings(params)
+    reference = Path(out) / "reference"
+    if stage in ("scores", "all"):
+        result, meta, _ = run_scoring(
+            model or settings.run.production_model,
+            params, corpus, None, None, None, None, out, None, baseline=True,
+        )
+        write_outputs(reference, result, meta)
+        console.print(f"wrote {reference}/ in {meta['wall_time_s']} s")
+    if stage in ("constants", "all"):
+        meta = _read_json(reference / "summary.json")
+        perts = _read_table(reference / "perturbations.csv")
+        norm = compute_normalization(
+            perts[["category", "distance_aware", "distance_raw"]].itertuples(index=False),
+            quantile=settings.score.quantile,
+            model=meta["fingerprint"],
+            settings_digest=hashlib.sha256(str(meta["settings"]).encode()).hexdigest()[:16],
+            created=meta["created"],
+        )
+        write_json_atomic(settings.score.normalization, norm.model_dump(mode="json"))
+        console.print(f"wrote {settings.score.normalization} ({len(norm.counts)} categories)")
+    if stage in ("metrics", "all"):
+        variant = "aware" if settings.score.perturbation_aware else "raw"
+        scores = document_scores(
+            _read_table(reference / "documents.csv"),
+            _read_table(reference / "perturbations.csv"),
+            load_normalization(settings.score.normalization),
+            variant,
+        )
+        metrics = score_metrics(scores, settings.gate)
+        write_csv_atomic(Path(out) / "production_scores.csv", scores)
+        write_json_atomic(Path(out) / "metrics.json", metrics)
+        console.print(
+            f"wrote {out}/production_scores.csv and {out}/metrics.json "
+            f"(production mean HSS {metrics['hss_mean']:.3f} on {metrics['documents']} documents)"
+        )
+
+
+def _read_table(path: Path) -> Any:
+    import pandas as pd
+
+    if not path.exists():
+        raise InputError(f"{path}: missing; run `hss baseline --stage scores` first")
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise InputError(f"{path}: not a readable score table ({exc})") from exc
+
+
+def _read_json(path: Path) -> Any:
+    import json
+
+    if not path.exists():
+        raise InputError(f"{path}: missing; run `hss baseline --stage scores` first")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"{path}: invalid JSON ({exc})") from exc
 
 
 @models_app.command("list")

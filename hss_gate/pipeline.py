@@ -28,7 +28,7 @@ PERTURB_ALGORITHM = "perturb-v2"
 Progress = Callable[[str, int, int], Callable[[int], None]]  # (task, total, done) -> advance
 
 
-def _no_progress(task: str, total: int, done: int) -> Callable[[int], None]:
+def no_progress(task: str, total: int, done: int) -> Callable[[int], None]:
     return lambda n: None
 
 
@@ -70,7 +70,7 @@ def make_perturbations(
     settings: HssSettings,
     tools: Toolkit,
     cache: Cache,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> dict[str, list[Perturbation]]:
     """K perturbations per strength for every document (cached by content + settings)."""
     p = settings.perturb
@@ -128,7 +128,7 @@ def summarize_cached(
     texts: Sequence[str],
     summarizer: Summarizer,
     cache: Cache,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
     chunk: int = 4,
 ) -> list[str]:
     """Summaries of the texts; only the ones not in the cache are generated (and stored)."""
@@ -177,7 +177,7 @@ def score_documents(
     tools: Toolkit,
     cache: Cache,
     normalization: Normalization | None,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> ScoreResult:
     """Score every document; without normalization only distances are reported (baseline)."""
     warnings: list[str] = []
@@ -327,6 +327,7 @@ def _document_row(
         row["constant_source"] = "category" if known else "global"
     row.update(
         {
+            "mean_distance": float(np.mean(d_aware if variant == "aware" else d_raw)),
             "mean_distance_aware": float(np.mean(d_aware)),
             "mean_distance_raw": float(np.mean(d_raw)),
             "n_perturbations": len(d_aware),
@@ -334,6 +335,21 @@ def _document_row(
         }
     )
     return row
+
+
+def merge_results(parts: Sequence[ScoreResult], settings: HssSettings) -> ScoreResult:
+    """One result from results scored on disjoint chunks of a corpus (in chunk order)."""
+    variant = "aware" if settings.score.perturbation_aware else "raw"
+    docs = [row for part in parts for row in part.documents]
+    perts = [row for part in parts for row in part.perturbations]
+    return ScoreResult(
+        docs,
+        perts,
+        [row for part in parts for row in part.edits],
+        [row for part in parts for row in part.summaries],
+        aggregate(docs, perts, settings, variant),
+        [w for part in parts for w in part.warnings],
+    )
 
 
 def aggregate(

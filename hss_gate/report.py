@@ -14,8 +14,9 @@ from hss_gate.normalization import write_json_atomic
 from hss_gate.pipeline import ScoreResult
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
-    frame = pd.DataFrame(rows, columns=columns) if columns and not rows else pd.DataFrame(rows)
+def write_csv_atomic(path: Path, rows: list[dict[str, Any]] | pd.DataFrame) -> None:
+    """Write a table as CSV through a temporary file and an atomic rename."""
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
     with tempfile.NamedTemporaryFile(
         "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8", newline=""
     ) as handle:
@@ -91,8 +92,8 @@ def markdown_report(result: ScoreResult, meta: dict[str, Any]) -> str:
 def write_outputs(out: Path, result: ScoreResult, meta: dict[str, Any]) -> None:
     """Write every file of a run (each one atomically)."""
     out.mkdir(parents=True, exist_ok=True)
-    _write_csv(out / "documents.csv", result.documents)
-    _write_csv(out / "perturbations.csv", result.perturbations)
+    write_csv_atomic(out / "documents.csv", result.documents)
+    write_csv_atomic(out / "perturbations.csv", result.perturbations)
     _write_jsonl(out / "edits.jsonl", result.edits)
     _write_jsonl(out / "summaries.jsonl", result.summaries)
     write_json_atomic(

@@ -66,7 +66,9 @@ class GenerateSettings(BaseModel):
         "\n\nWrite the summary of at most 60 words now."
     )
     n_ctx: int = Field(4096, ge=512)
-    threads: int = Field(0, ge=0, description="0 = all cores")
+    threads: int = Field(
+        1, ge=0, description="llama.cpp threads (0 = all cores); outputs depend on it"
+    )
     parallel: int = Field(
         1, ge=1, le=16, description="GGUF parallel slots (>1 is faster, not bit-stable)"
     )
@@ -85,6 +87,73 @@ class ScoreSettings(BaseModel):
     bootstrap_resamples: int = Field(1000, ge=100)
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     ngram: int = Field(4, ge=1, le=8, description="n of the novel n-gram (rewriting) share")
+
+
+class GateSettings(BaseModel):
+    """Promotion thresholds (the Great Expectations suites are built from these)."""
+
+    out: str = "outputs/gate"
+    margin: float = Field(
+        0.05, ge=0.0, le=1.0, description="block when mean HSS rises significantly beyond this"
+    )
+    max_mean_hss: float = Field(0.70, ge=0.0, le=1.0)
+    max_p95_hss: float = Field(0.99, ge=0.0, le=1.0)
+    severity_level: float = Field(0.9, ge=0.0, le=1.0, description="a 'severe' document's HSS")
+    max_share_above: float = Field(
+        0.25, ge=0.0, le=1.0, description="max share of documents above severity_level"
+    )
+    category_margin: float = Field(
+        0.15, ge=0.0, le=1.0, description="per-category mean HSS may exceed production's by this"
+    )
+    max_unsupported_share: float = Field(
+        0.05, ge=0.0, le=1.0, description="mean share of summary entities/numbers not in the source"
+    )
+    unsupported_margin: float = Field(
+        0.02, ge=0.0, le=1.0, description="block when that share rises significantly beyond this"
+    )
+    max_truncated_share: float = Field(
+        0.5, ge=0.0, le=1.0, description="max share of base summaries that end mid-sentence"
+    )
+    max_attribution_instability: float | None = Field(
+        None, ge=0.0, le=1.0, description="used when the score table has attribution instability"
+    )
+    min_factual_consistency: float | None = Field(
+        None, ge=0.0, le=1.0, description="used when the score table has a consistency score"
+    )
+    block_on_drift: bool = Field(False, description="drift of score distributions blocks too")
+
+
+class MonitorSettings(BaseModel):
+    """Live-traffic monitoring of the deployed summarizer."""
+
+    samples_url: str = Field(
+        "sqlite:///.hss/samples.sqlite", description="SQLAlchemy URL of the production sample store"
+    )
+    sample_size: int = Field(20, ge=1, description="most recent samples scored per run")
+    model_id: str | None = Field(None, description="only samples of this model id (default any)")
+    out: str = "outputs/monitor"
+    margin: float = Field(
+        0.05, ge=0.0, le=1.0, description="severity rise: live mean HSS above the reference's"
+    )
+    drift_columns: list[str] = Field(  # the gate's drift report uses the same columns
+        default_factory=lambda: [
+            "hss",
+            "mean_distance",
+            "distance_low",
+            "distance_moderate",
+            "distance_high",
+            "base_n_words",
+            "base_novel_ngram_share",
+            "base_unsupported_share",
+        ]
+    )
+    drift_share: float = Field(
+        0.5, gt=0.0, le=1.0, description="share of drifted columns that means drift"
+    )
+    reference: str = Field(
+        "data/baseline/production_scores.csv",
+        description="per-document production scores on the reference corpus (dvc stage metrics)",
+    )
 
 
 class RunSettings(BaseModel):
@@ -106,6 +175,8 @@ class HssSettings(BaseSettings):
     perturb: PerturbSettings = Field(default_factory=PerturbSettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     score: ScoreSettings = Field(default_factory=ScoreSettings)
+    gate: GateSettings = Field(default_factory=GateSettings)
+    monitor: MonitorSettings = Field(default_factory=MonitorSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,354 @@
+"""Readable reports of a gate decision and a monitor run: Markdown (PR comment) and HTML.
+
+Every text that comes from documents, summaries or model ids is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hss_gate.gate import Decision
+from hss_gate.normalization import write_json_atomic
+
+VERDICT = {
+    "promote": "PROMOTE",
+    "block": "BLOCKED",
+    "error": "COULD NOT DECIDE (fails closed)",
+    "healthy": "HEALTHY",
+    "unhealthy": "UNHEALTHY",
+}
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}
+table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;
+vertical-align:top;text-align:left}th{background:#f3f3f3}.promote,.healthy{color:#176f2c}
+.block,.unhealthy,.error{color:#b00020}.fail{background:#fde8ea}.summary{max-width:28rem;
+font-size:.9em}code{background:#f3f3f3;padding:0 .2rem}
+"""
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file through a temporary file and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
+    ) as handle:
+        handle.write(text)
+    os.replace(handle.name, path)
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int | float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _diff(signal: Mapping[str, Any]) -> str:
+    return f"{signal['difference']:+.3f} [{signal['ci_low']:+.3f}, {signal['ci_high']:+.3f}]"
+
+
+def _md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def _html_table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], failed: Sequence[bool] = ()
+) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        mark = ' class="fail"' if i < len(failed) and failed[i] else ""
+        cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
+        body.append(f"<tr{mark}>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _signal_rows(signals: Mapping[str, Any]) -> list[list[str]]:
+    return [
+        [s["label"], _num(s["candidate"]), _num(s["production"]), _diff(s)]
+        for s in signals.values()
+    ]
+
+
+def _check_rows(checks: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    return [
+        [
+            "pass" if c["success"] else "FAIL",
+            c["kind"],
+            c["table"],
+            c["description"],
+            _num(c["observed"]),
+        ]
+        for c in checks
+    ]
+
+
+def decision_markdown(decision: Decision) -> str:
+    """The pull-request comment."""
+    m = decision.metrics
+    lines = [
+        f"## hss-gate: {VERDICT[decision.decision]}",
+        "",
+        f"Candidate `{decision.candidate}` against production `{decision.production}`"
+        + (f" on {m['documents']} documents." if "documents" in m else "."),
+        "",
+        "**Why**",
+        "",
+        *[f"- {r}" for r in decision.reasons],
+    ]
+    if decision.notes:
+        lines += ["", "**Read with**", "", *[f"- {n}" for n in decision.notes]]
+    if m.get("signals"):
+        lines += [
+            "",
+            "**Signals** (means; difference = candidate - production, paired bootstrap CI)",
+            "",
+        ]
+        lines += _md_table(
+            ["signal", "candidate", "production", "difference [CI]"], _signal_rows(m["signals"])
+        )
+    if m.get("categories"):
+        lines += ["", "<details><summary>HSS by category</summary>", ""]
+        lines += _md_table(
+            ["category", "candidate", "production", "delta", "n"],
+            [
+                [c["category"], _num(c["candidate_hss"]), _num(c["production_hss"]),
+                 f"{c['delta']:+.3f}", c["n"]]
+                for c in m["categories"]
+            ],
+        )
+        lines += ["", "</details>"]
+    if decision.checks:
+        failed = [c for c in decision.checks if not c["success"]]
+        lines += [
+            "",
+            f"<details><summary>Suite checks: {len(decision.checks) - len(failed)} passed, "
+            f"{len(failed)} failed</summary>",
+            "",
+        ]
+        lines += _md_table(
+            ["result", "kind", "table", "expectation", "observed"], _check_rows(decision.checks)
+        )
+        lines += ["", "</details>"]
+    lines += [
+        "",
+        "Reports: `decision.html`, `data_docs/index.html` (Great Expectations), `drift.html` "
+        "(Evidently), score tables in `candidate/` and `production/`.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()) -> str:
+    """A standalone HTML page of the decision; examples are the documents that moved most."""
+    m = decision.metrics
+    esc = html.escape
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>hss-gate decision</title>"
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1 class='{esc(decision.decision)}'>hss-gate: {esc(VERDICT[decision.decision])}</h1>",
+        f"<p>Candidate <code>{esc(decision.candidate)}</code> against production "
+        f"<code>{esc(decision.production)}</code>; {esc(decision.created)}.</p>",
+        "<h2>Why</h2><ul>" + "".join(f"<li>{esc(r)}</li>" for r in decision.reasons) + "</ul>",
+    ]
+    if decision.notes:
+        parts.append(
+            "<h2>Read with</h2><ul>"
+            + "".join(f"<li>{esc(n)}</li>" for n in decision.notes)
+            + "</ul>"
+        )
+    if m.get("signals"):
+        parts.append("<h2>Signals</h2><p>Means over documents; difference = candidate - "
+                     "production with a paired bootstrap CI. HSS is shown beside rewriting "
+                     "(1 - extractiveness): a paraphrasing model moves more.</p>")
+        parts.append(
+            _html_table(
+                ["signal", "candidate", "production", "difference [CI]"],
+                _signal_rows(m["signals"]),
+            )
+        )
+    if m.get("categories"):
+        parts.append("<h2>HSS by category</h2>")
+        parts.append(
+            _html_table(
+                ["category", "candidate", "production", "delta", "n"],
+                [
+                    [c["category"], _num(c["candidate_hss"]), _num(c["production_hss"]),
+                     f"{c['delta']:+.3f}", c["n"]]
+                    for c in m["categories"]
+                ],
+            )
+        )
+    if decision.checks:
+        parts.append(
+            "<h2>Suite checks</h2><p>Great Expectations Data Docs: "
+            "<a href='data_docs/index.html'>data_docs/index.html</a></p>"
+        )
+        parts.append(
+            _html_table(
+                ["result", "kind", "table", "expectation", "observed"],
+                _check_rows(decision.checks),
+                [not c["success"] for c in decision.checks],
+            )
+        )
+    if decision.drift:
+        parts.append(_drift_html(decision.drift))
+    if examples:
+        parts.append("<h2>Documents that moved most</h2>")
+        parts.append(
+            _html_table(
+                ["document", "category", "HSS cand.", "HSS prod.", "candidate summary",
+                 "production summary"],
+                [
+                    [e["doc_id"], e["category"], _num(e["hss_candidate"]),
+                     _num(e["hss_production"]), e["summary_candidate"], e["summary_production"]]
+                    for e in examples
+                ],
+            )
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _drift_html(drift: Mapping[str, Any]) -> str:
+    columns = drift.get("columns", [])
+    rows = [
+        [c["column"], "drift" if c["drifted"] else "no drift", c.get("method", ""),
+         _num(c.get("score"))]
+        for c in columns
+    ]
+    return (
+        f"<h2>Drift (Evidently)</h2><p>{'Drift' if drift.get('drifted') else 'No drift'}: "
+        f"{html.escape(str(drift.get('share', '')))} of the columns drifted. Full report: "
+        "<a href='drift.html'>drift.html</a></p>"
+        + _html_table(["column", "result", "method", "score"], rows,
+                      [c["drifted"] for c in columns])
+    )
+
+
+def moved_most(
+    candidate: Sequence[Mapping[str, Any]],
+    production: Sequence[Mapping[str, Any]],
+    summaries: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+    n: int = 5,
+) -> list[dict[str, Any]]:
+    """The n documents whose HSS rose most from production to candidate, with base summaries."""
+    prod = {r["doc_id"]: r for r in production}
+    base = [
+        {s["doc_id"]: s["summary"] for s in rows if s["strength"] == "base"} for rows in summaries
+    ]
+    ranked = sorted(candidate, key=lambda r: r["hss"] - prod[r["doc_id"]]["hss"], reverse=True)
+    return [
+        {
+            "doc_id": r["doc_id"],
+            "category": r["category"],
+            "hss_candidate": r["hss"],
+            "hss_production": prod[r["doc_id"]]["hss"],
+            "summary_candidate": base[0].get(r["doc_id"], ""),
+            "summary_production": base[1].get(r["doc_id"], ""),
+        }
+        for r in ranked[:n]
+    ]
+
+
+def write_decision(out: Path, decision: Decision, examples: Sequence[Mapping[str, Any]] = ()):
+    """decision.json, decision.md and decision.html (each written atomically)."""
+    write_json_atomic(out / "decision.json", decision.model_dump(mode="json"))
+    write_text_atomic(out / "decision.md", decision_markdown(decision))
+    write_text_atomic(out / "decision.html", decision_html(decision, examples))
+
+
+def monitor_markdown(result: Mapping[str, Any]) -> str:
+    """The monitor run as Markdown (for an issue comment)."""
+    rise = result.get("severity") or {}
+    lines = [
+        f"## hss-gate monitor: {VERDICT[result['decision']]}",
+        "",
+        f"Deployed model `{result.get('model', '')}`, {result.get('n_samples', 0)} recent "
+        f"samples from the store; run {result.get('run_id', '')}.",
+        "",
+        *[f"- {r}" for r in result.get("reasons", [])],
+    ]
+    if rise:
+        lines += [
+            "",
+            *_md_table(
+                ["signal", "live", "reference", "difference [CI]"],
+                [["HSS", _num(rise["live_mean"]), _num(rise["reference_mean"]), _diff(rise)]],
+            ),
+        ]
+    if result.get("trend"):
+        lines += ["", "**Recent runs**", ""]
+        lines += _md_table(
+            ["started", "samples", "mean HSS", "drift", "decision"],
+            [[t["started_at"], t["n_samples"], _num(t["mean_hss"]), t["drift"], t["decision"]]
+             for t in result["trend"]],
+        )
+    return "\n".join(lines) + "\n"
+
+
+def monitor_html(result: Mapping[str, Any]) -> str:
+    """The monitor run as a standalone HTML page (all sample text escaped)."""
+    esc = html.escape
+    rise = result.get("severity") or {}
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>hss-gate monitor</title>"
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1 class='{esc(result['decision'])}'>hss-gate monitor: "
+        f"{esc(VERDICT[result['decision']])}</h1>",
+        f"<p>Deployed model <code>{esc(str(result.get('model', '')))}</code>; "
+        f"{esc(str(result.get('n_samples', 0)))} samples; run {esc(str(result.get('run_id')))}."
+        "</p>",
+        "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in result.get("reasons", [])) + "</ul>",
+    ]
+    if rise:
+        parts.append(
+            _html_table(
+                ["signal", "live", "reference", "difference [CI]"],
+                [["HSS", _num(rise["live_mean"]), _num(rise["reference_mean"]), _diff(rise)]],
+            )
+        )
+    if result.get("drift"):
+        parts.append(_drift_html(result["drift"]))
+    if result.get("checks"):
+        parts.append("<h2>Suite checks</h2>")
+        parts.append(
+            _html_table(
+                ["result", "kind", "table", "expectation", "observed"],
+                _check_rows(result["checks"]),
+                [not c["success"] for c in result["checks"]],
+            )
+        )
+    if result.get("trend"):
+        parts.append("<h2>Recent runs</h2>")
+        if result.get("trend_png"):
+            parts.append(f"<img src='{esc(result['trend_png'])}' alt='mean HSS per run'>")
+        parts.append(
+            _html_table(
+                ["started", "samples", "mean HSS", "drift", "decision"],
+                [[t["started_at"], t["n_samples"], _num(t["mean_hss"]), t["drift"],
+                  t["decision"]] for t in result["trend"]],
+            )
+        )
+    if result.get("samples"):
+        parts.append("<h2>Samples</h2>")
+        parts.append(
+            _html_table(
+                ["sample", "category", "HSS", "live summary unsupported", "live summary"],
+                [[s["doc_id"], s["category"], _num(s.get("hss")), s.get("live_unsupported", ""),
+                  s.get("live_summary", "")] for s in result["samples"]],
+            )
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts)
