@@ -15,3 +15,7 @@ class ModelError(HssError):
 
 class NormalizationError(HssError):
     """The normalization constants are missing or unusable."""
+
+
+class StoreError(HssError):
+    """The production sample store could not be reached, read or written."""

@@ -1,0 +1,233 @@
+"""Distribution drift between a reference score table and a current one, via Evidently.
+
+Evidently (0.7) is imported inside `drift_report` only: it takes 10-15 s to import. Each column's
+drift decision is Evidently's own (the status of its per-column ``ValueDrift`` test, FAIL = drift,
+with Evidently's default method for the column and sample size: K-S below 1000 rows, normed
+Wasserstein above, chi-square / Z-test for columns with few distinct values). Dataset drift is
+``share of drifted columns >= drift_share``, the same rule as Evidently's DataDriftPreset.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hss_gate.errors import HssError, InputError
+
+MIN_ROWS = 2
+"""Fewest rows (and non-null values per column) in each frame for a drift test."""
+
+
+class DriftError(HssError):
+    """Evidently failed, or its result could not be read."""
+
+
+@dataclass
+class ColumnDrift:
+    """Evidently's verdict on one column."""
+
+    column: str
+    drifted: bool
+    method: str
+    score: float | None
+    detail: str
+
+
+@dataclass
+class DriftResult:
+    """Drift of several columns; ``skipped`` holds ``"column: reason"`` strings."""
+
+    drifted: bool
+    share: float
+    columns: list[ColumnDrift] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    html: str | None = None
+    json: str | None = None
+
+    @property
+    def drifted_columns(self) -> list[str]:
+        """Names of the columns Evidently flagged."""
+        return [c.column for c in self.columns if c.drifted]
+
+    @property
+    def skipped_columns(self) -> list[str]:
+        """Names of the columns that were not tested."""
+        return [s.split(": ", 1)[0] for s in self.skipped]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready record (for decision.json)."""
+        return {
+            "drifted": self.drifted,
+            "share": self.share,
+            "drifted_columns": self.drifted_columns,
+            "columns": [asdict(c) for c in self.columns],
+            "skipped": list(self.skipped),
+            "html": self.html,
+            "json": self.json,
+        }
+
+
+def _numeric(series: pd.Series) -> pd.Series | None:
+    """The column as float (bools -> 0/1, +-inf -> NaN), or None when it is not numeric."""
+    if pd.api.types.is_bool_dtype(series) or pd.api.types.is_numeric_dtype(series):
+        values = series.astype(float)
+    else:
+        try:
+            values = pd.to_numeric(series, errors="raise").astype(float)
+        except (TypeError, ValueError):
+            return None
+    return values.replace([np.inf, -np.inf], np.nan)
+
+
+def _usable(
+    reference: pd.DataFrame, current: pd.DataFrame, columns: Sequence[str]
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Float frames of the testable columns, and ``"column: reason"`` for the others."""
+    ref_out: dict[str, pd.Series] = {}
+    cur_out: dict[str, pd.Series] = {}
+    skipped: list[str] = []
+    for column in dict.fromkeys(columns):
+        missing = [
+            name
+            for name, df in (("reference", reference), ("current", current))
+            if column not in df.columns
+        ]
+        if missing:
+            skipped.append(f"{column}: missing from {' and '.join(missing)}")
+            continue
+        ref, cur = _numeric(reference[column]), _numeric(current[column])
+        if ref is None or cur is None:
+            skipped.append(f"{column}: not numeric")
+            continue
+        n_ref, n_cur = int(ref.notna().sum()), int(cur.notna().sum())
+        if n_ref < MIN_ROWS or n_cur < MIN_ROWS:
+            skipped.append(
+                f"{column}: too few non-null values (reference {n_ref}, current {n_cur}, "
+                f"need {MIN_ROWS})"
+            )
+            continue
+        ref_out[column], cur_out[column] = ref.reset_index(drop=True), cur.reset_index(drop=True)
+    return pd.DataFrame(ref_out), pd.DataFrame(cur_out), skipped
+
+
+def _status(value: Any) -> str:
+    return str(getattr(value, "value", value)).upper()
+
+
+def column_results(snapshot: dict[str, Any], columns: Sequence[str]) -> list[ColumnDrift]:
+    """Per-column verdicts from an Evidently 0.7 snapshot dict (``snapshot.dict()``).
+
+    Each ``ValueDrift`` metric carries a test whose status is FAIL when Evidently detected drift
+    and SUCCESS when not; the metric config holds the resolved method and the value the score.
+    """
+    values = {m.get("id"): m.get("value") for m in snapshot.get("metrics", [])}
+    found: dict[str, ColumnDrift] = {}
+    for test in snapshot.get("tests", []):
+        config = test.get("metric_config") or {}
+        params = config.get("params") or {}
+        if not str(params.get("type", "")).endswith(":ValueDrift"):
+            continue
+        column = params.get("column")
+        if column not in columns:
+            continue
+        status = _status(test.get("status"))
+        if status not in ("FAIL", "SUCCESS"):
+            raise DriftError(f"evidently drift test for column {column!r} ended with {status}")
+        score = values.get(config.get("metric_id"))
+        found[column] = ColumnDrift(
+            column=column,
+            drifted=status == "FAIL",
+            method=str(params.get("method") or "default"),
+            score=float(score) if isinstance(score, int | float) else None,
+            detail=str(test.get("description", "")),
+        )
+    absent = [c for c in columns if c not in found]
+    if absent:
+        raise DriftError(f"evidently returned no drift test for column(s) {', '.join(absent)}")
+    return [found[c] for c in columns]
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
+    ) as handle:
+        handle.write(text)
+    os.replace(handle.name, path)
+
+
+def _with_title(page: str, title: str) -> str:
+    """Evidently's standalone HTML has no <title>; add one."""
+    return page.replace("<head>", f"<head>\n<title>{html_lib.escape(title)}</title>", 1)
+
+
+def drift_report(
+    reference: pd.DataFrame,
+    current: pd.DataFrame,
+    columns: Sequence[str],
+    *,
+    drift_share: float,
+    out_dir: Path | None = None,
+    name: str = "drift",
+    title: str = "HSS score drift",
+) -> DriftResult:
+    """Evidently drift of ``columns`` in ``current`` against ``reference``.
+
+    Columns missing, non-numeric or (nearly) all-null in either frame are skipped, not fatal.
+    Fewer than 2 rows in either frame, or no testable column, gives ``drifted=False`` with the
+    reason in ``skipped`` and writes no files. With ``out_dir``, the Evidently report is written
+    to ``out_dir/{name}.html`` and ``out_dir/{name}.json`` (atomically).
+    """
+    if not 0.0 < drift_share <= 1.0:
+        raise InputError(f"drift_share must be in (0, 1], got {drift_share}")
+    wanted = list(dict.fromkeys(columns))
+    if len(reference) < MIN_ROWS or len(current) < MIN_ROWS:
+        reason = (
+            f"too few rows for a drift test (reference {len(reference)}, "
+            f"current {len(current)}, need {MIN_ROWS})"
+        )
+        return DriftResult(
+            drifted=False, share=0.0, skipped=[f"{c}: {reason}" for c in wanted] or [f"*: {reason}"]
+        )
+    ref, cur, skipped = _usable(reference, current, wanted)
+    usable = list(ref.columns)
+    if not usable:
+        return DriftResult(drifted=False, share=0.0, skipped=skipped or ["*: no columns requested"])
+
+    from evidently import DataDefinition, Dataset, Report
+    from evidently.presets import DataDriftPreset
+
+    definition = DataDefinition(numerical_columns=usable)
+    try:
+        with np.errstate(all="ignore"):  # constant columns make scipy divide by zero
+            snapshot = Report(
+                [DataDriftPreset(columns=usable, drift_share=drift_share)], include_tests=True
+            ).run(
+                current_data=Dataset.from_pandas(cur, data_definition=definition),
+                reference_data=Dataset.from_pandas(ref, data_definition=definition),
+                name=title,
+            )
+            record = snapshot.dict()
+    except Exception as exc:  # evidently raises bare ValueError/KeyError etc.
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DriftError(f"evidently drift report failed: {message}") from exc
+    results = column_results(record, usable)
+    share = sum(c.drifted for c in results) / len(results)
+    result = DriftResult(
+        drifted=share >= drift_share, share=share, columns=results, skipped=skipped
+    )
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        html_path, json_path = out_dir / f"{name}.html", out_dir / f"{name}.json"
+        _write_text_atomic(html_path, _with_title(snapshot.get_html_str(as_iframe=False), title))
+        _write_text_atomic(json_path, snapshot.json())
+        result.html, result.json = str(html_path), str(json_path)
+    return result

@@ -1,0 +1,538 @@
+"""The production sample store: live (document, summary) pairs and the monitor's run history.
+
+Sample files are JSON Lines (``.jsonl`` / ``.json``, one object per line) or CSV (``.csv`` with a
+header row). Fields: ``sample_id``, ``document``, ``summary`` (may be empty, must be present),
+``model_id``, ``timestamp`` (ISO 8601; naive means UTC) and optional ``category``
+(default ``"unspecified"``; an empty CSV cell counts as absent).
+
+Choices a caller should know about:
+
+- Unknown fields (JSON keys, CSV columns) are rejected, not ignored: a misspelt optional field such
+  as ``categroy`` would otherwise silently fall back to its default.
+- Every row is validated; a bad row becomes a :class:`RowError` with its 1-based physical line
+  number (for CSV the line where the record starts; the header is line 1). Blank lines are skipped.
+  Header problems in a CSV file make the whole file unusable (:class:`InputError`).
+- :meth:`SampleStore.recent` and :meth:`SampleStore.runs` return newest first.
+- Re-ingesting a ``sample_id`` already in the store counts as a duplicate and never overwrites.
+
+The store is SQLAlchemy Core (sync) with bound parameters only: SQLite by default
+(``sqlite:///.hss/samples.sqlite``), PostgreSQL via ``postgresql+psycopg://user@host:port/db``.
+Timestamps are stored and returned as timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+from pydantic_core import PydanticSerializationError
+from sqlalchemy.engine import Engine, make_url
+
+from hss_gate.errors import InputError, StoreError
+
+DEFAULT_CATEGORY = "unspecified"
+SAMPLE_FIELDS = ("sample_id", "document", "summary", "model_id", "timestamp", "category")
+REQUIRED_FIELDS = SAMPLE_FIELDS[:5]
+CONNECT_TIMEOUT_S = 10.0
+SHOWN_ERRORS = 5  # bad rows quoted in the InputError of ingest_file
+_CSV_FIELD_LIMIT = 1 << 26  # 64 MiB per cell: documents can exceed csv's 128 KiB default
+_BATCH = 500
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # what surrogateescape leaves for invalid UTF-8
+
+
+def _utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC; aware ones are converted to UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Sample(BaseModel):
+    """One production request: the source document and the deployed model's summary."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sample_id: str
+    document: str
+    summary: str
+    model_id: str
+    timestamp: datetime
+    category: str = DEFAULT_CATEGORY
+
+    @field_validator("sample_id", "document", "model_id", "category")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _iso_timestamp(cls, value: Any) -> datetime:
+        if isinstance(value, datetime):
+            return _utc(value)
+        if isinstance(value, str):
+            try:
+                return _utc(datetime.fromisoformat(value.strip()))
+            except ValueError:
+                raise ValueError(f"not an ISO 8601 timestamp: {value[:60]!r}") from None
+        raise ValueError(f"expected an ISO 8601 timestamp string, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class RowError:
+    """A row of a sample file that was not accepted; ``line`` is 1-based."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What an ingest did: rows added, and rows skipped because their sample_id was stored."""
+
+    added: int
+    duplicates: int
+
+
+class MonitorRun(BaseModel):
+    """One run of the live monitor, as kept in the store's history."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(min_length=1)
+    started_at: datetime
+    model: str
+    n_samples: int = Field(ge=0)
+    mean_hss: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    drift: bool = False
+    drifted_columns: list[str] = Field(default_factory=list)
+    decision: Literal["healthy", "unhealthy", "error"]
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("started_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return _utc(value)
+
+    @field_validator("mean_hss", "ci_low", "ci_high")
+    @classmethod
+    def _finite_or_none(cls, value: float | None) -> float | None:
+        """NaN/inf (e.g. the mean of no scores) is stored as None."""
+        return value if value is None or math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------------------- reading files
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(part) for part in err["loc"]) or "record"
+        if err["type"] == "missing":
+            parts.append(f"missing field '{field}'")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"unknown field '{field}' (a typo? allowed: {', '.join(SAMPLE_FIELDS)})")
+        else:
+            parts.append(f"field '{field}': {err['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+def _json_kind(value: Any) -> str:
+    names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _jsonl_records(data: bytes, path: Path) -> Iterator[tuple[int, dict | RowError]]:
+    if path.suffix.lower() == ".json" and data.lstrip().startswith(b"["):
+        raise InputError(f"{path}: a JSON array; expected JSON Lines (one object per line)")
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield number, RowError(number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield number, RowError(number, f"invalid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        if not isinstance(record, dict):
+            yield number, RowError(number, f"expected a JSON object, got {_json_kind(record)}")
+            continue
+        yield number, record
+
+
+def _csv_header(row: list[str], path: Path, line: int) -> list[str]:
+    header = [cell.strip() for cell in row]
+    where = f"{path}:{line}: CSV header"
+    if any(_UNDECODABLE.search(cell) for cell in header):
+        raise InputError(f"{where} is not valid UTF-8")
+    problems = []
+    if dupes := sorted({c for c in header if header.count(c) > 1}):
+        problems.append(f"repeated column(s) {', '.join(map(repr, dupes))}")
+    if unknown := [c for c in header if c not in SAMPLE_FIELDS]:
+        problems.append(
+            f"unknown column(s) {', '.join(map(repr, unknown))} "
+            f"(a typo? allowed: {', '.join(SAMPLE_FIELDS)})"
+        )
+    if missing := [c for c in REQUIRED_FIELDS if c not in header]:
+        problems.append(f"missing column(s) {', '.join(map(repr, missing))}")
+    if problems:
+        raise InputError(f"{where}: {'; '.join(problems)}")
+    return header
+
+
+def _csv_records(data: bytes, path: Path) -> Iterator[tuple[int, dict | RowError]]:
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
+    # surrogateescape keeps undecodable bytes as lone surrogates, so one bad row does not hide
+    # the others and line numbers stay exact.
+    text = data.decode("utf-8", errors="surrogateescape")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header: list[str] | None = None
+    while True:
+        start = reader.line_num + 1  # the physical line where the next record starts
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            if str(exc) == "unexpected end of data":
+                message = f"unterminated quoted field: lines {start}-{reader.line_num} unreadable"
+            else:
+                message = f"malformed CSV ({exc})"
+            if header is None:
+                raise InputError(f"{path}:{start}: CSV header: {message}") from exc
+            yield start, RowError(start, message)
+            continue
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue  # blank line
+        if header is None:
+            header = _csv_header(row, path, start)
+            continue
+        if any(_UNDECODABLE.search(cell) for cell in row):
+            yield start, RowError(start, "not valid UTF-8")
+            continue
+        if len(row) != len(header):
+            yield (
+                start,
+                RowError(start, f"{len(row)} values but the header has {len(header)} columns"),
+            )
+            continue
+        record = dict(zip(header, row, strict=True))
+        if record.get("category") == "":
+            del record["category"]
+        yield start, record
+
+
+def read_samples(path: str | Path) -> tuple[list[Sample], list[RowError]]:
+    """Read and validate every row of a JSONL or CSV sample file.
+
+    Returns the valid samples in file order and one :class:`RowError` per rejected row (invalid
+    UTF-8 or JSON, missing/blank/unknown fields, bad timestamps, a sample_id repeated in the file).
+    Raises :class:`InputError` for a missing file, an unsupported extension, an unusable CSV
+    header or a file without any rows ("no samples").
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".jsonl", ".json", ".csv"):
+        raise InputError(f"{path}: unsupported sample file type (use .jsonl, .json or .csv)")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a sample file")
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
+    data = data.removeprefix(b"\xef\xbb\xbf")  # UTF-8 byte-order mark
+    records = _csv_records(data, path) if suffix == ".csv" else _jsonl_records(data, path)
+
+    samples: list[Sample] = []
+    errors: list[RowError] = []
+    first_seen: dict[str, int] = {}
+    n_rows = 0
+    for line, record in records:
+        n_rows += 1
+        if isinstance(record, RowError):
+            errors.append(record)
+            continue
+        try:
+            sample = Sample.model_validate(record)
+        except ValidationError as exc:
+            errors.append(RowError(line, _describe(exc)))
+            continue
+        if sample.sample_id in first_seen:
+            errors.append(
+                RowError(
+                    line,
+                    f"duplicate sample_id {sample.sample_id!r} "
+                    f"(first at line {first_seen[sample.sample_id]})",
+                )
+            )
+            continue
+        first_seen[sample.sample_id] = line
+        samples.append(sample)
+    if n_rows == 0:
+        raise InputError(f"{path}: no samples")
+    return samples, errors
+
+
+# ---------------------------------------------------------------------------- the store
+
+_METADATA = sa.MetaData()
+_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")  # SQLite autoincrements INTEGER only
+
+SAMPLES = sa.Table(
+    "samples",
+    _METADATA,
+    sa.Column("seq", _ID, primary_key=True, autoincrement=True),  # insertion order
+    sa.Column("sample_id", sa.String(), nullable=False, unique=True),
+    sa.Column("document", sa.Text(), nullable=False),
+    sa.Column("summary", sa.Text(), nullable=False),
+    sa.Column("model_id", sa.String(), nullable=False),
+    sa.Column("timestamp", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("category", sa.String(), nullable=False),
+    sa.Column("ingested_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_samples_timestamp", "timestamp", "seq"),
+    sa.Index("ix_samples_model_timestamp", "model_id", "timestamp", "seq"),
+)
+
+MONITOR_RUNS = sa.Table(
+    "monitor_runs",
+    _METADATA,
+    sa.Column("seq", _ID, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(), nullable=False, unique=True),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("model", sa.String(), nullable=False),
+    sa.Column("n_samples", sa.Integer(), nullable=False),
+    sa.Column("mean_hss", sa.Float(), nullable=True),
+    sa.Column("ci_low", sa.Float(), nullable=True),
+    sa.Column("ci_high", sa.Float(), nullable=True),
+    sa.Column("drift", sa.Boolean(), nullable=False),
+    sa.Column("drifted_columns", sa.JSON(), nullable=False),
+    sa.Column("decision", sa.String(), nullable=False),
+    sa.Column("details", sa.JSON(), nullable=False),
+    sa.Index("ix_monitor_runs_started", "started_at", "seq"),
+)
+
+
+def masked_url(url: str) -> str:
+    """The URL with its password replaced by ``***``, for logs and messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (sa.exc.ArgumentError, ValueError):
+        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def _reason(exc: BaseException, password: str | None) -> str:
+    """One line from a driver error, without SQLAlchemy's trailer or the password."""
+    text = str(getattr(exc, "orig", None) or exc)
+    text = re.sub(r"\(Background on this error at:[^)]*\)", "", text)
+    text = " ".join(text.split())
+    if password and len(password) >= 4:  # masking 1-3 characters would garble the text
+        text = text.replace(password, "***")
+    return text[:300] or type(exc).__name__
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class SampleStore:
+    """Production samples and monitor runs in a SQL database (SQLite or PostgreSQL).
+
+    Creates the ``samples`` and ``monitor_runs`` tables when absent (and, for SQLite, the
+    database file's directory). Every database failure raises :class:`StoreError` with the
+    password masked. Usable as a context manager.
+    """
+
+    def __init__(self, url: str, *, connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+        self.url = masked_url(url)
+        try:
+            parsed = make_url(url)
+        except (sa.exc.ArgumentError, ValueError) as exc:
+            raise StoreError(
+                f"invalid sample store URL {self.url!r} "
+                "(expected e.g. sqlite:///path/samples.sqlite or postgresql+psycopg://user@host/db)"
+            ) from exc
+        self._password = parsed.password
+        self._engine = self._create_engine(parsed, connect_timeout)
+        try:
+            _METADATA.create_all(self._engine)
+        except sa.exc.SQLAlchemyError as exc:
+            self._engine.dispose()
+            raise StoreError(f"cannot open the sample store {self.url}: {self._why(exc)}") from exc
+
+    def _create_engine(self, parsed: sa.URL, connect_timeout: float) -> Engine:
+        connect_args: dict[str, Any] = {}
+        backend = parsed.get_backend_name()
+        if backend == "sqlite":
+            database = parsed.database or ""
+            if database and database != ":memory:" and not database.startswith("file:"):
+                try:
+                    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreError(
+                        f"cannot create the directory of {self.url}: {exc.strerror}"
+                    ) from exc
+            connect_args["timeout"] = connect_timeout  # waiting for a lock
+        elif (
+            backend == "postgresql"
+            and parsed.get_driver_name() in ("psycopg", "psycopg2")
+            and "connect_timeout" not in parsed.query
+        ):
+            connect_args["connect_timeout"] = max(2, math.ceil(connect_timeout))  # libpq minimum
+        try:
+            return sa.create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
+        except (ImportError, sa.exc.NoSuchModuleError, sa.exc.ArgumentError) as exc:
+            hint = " (use the psycopg driver: postgresql+psycopg://...)" * (backend == "postgresql")
+            raise StoreError(
+                f"cannot use the sample store {self.url}: {self._why(exc)}{hint}"
+            ) from exc
+
+    def _why(self, exc: BaseException) -> str:
+        return _reason(exc, self._password)
+
+    def __enter__(self) -> SampleStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the database connections."""
+        self._engine.dispose()
+
+    def ingest(self, samples: Iterable[Sample]) -> IngestReport:
+        """Add samples in one transaction (all or nothing); stored sample_ids are kept as-is."""
+        batch = list(samples)
+        if not batch:
+            return IngestReport(added=0, duplicates=0)
+        now = datetime.now(UTC)
+        rows: list[dict[str, Any]] = []
+        duplicates = 0
+        try:
+            with self._engine.begin() as conn:
+                known: set[str] = set()
+                ids = list(dict.fromkeys(s.sample_id for s in batch))
+                for chunk in _chunks(ids, _BATCH):
+                    query = sa.select(SAMPLES.c.sample_id).where(SAMPLES.c.sample_id.in_(chunk))
+                    known.update(conn.execute(query).scalars())
+                for sample in batch:
+                    if sample.sample_id in known:
+                        duplicates += 1
+                        continue
+                    known.add(sample.sample_id)
+                    rows.append({**sample.model_dump(), "ingested_at": now})
+                for chunk in _chunks(rows, _BATCH):
+                    conn.execute(sa.insert(SAMPLES), list(chunk))
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(
+                f"{self.url}: ingest failed, nothing was written: {self._why(exc)}"
+            ) from exc
+        return IngestReport(added=len(rows), duplicates=duplicates)
+
+    def recent(self, n: int, model_id: str | None = None) -> list[Sample]:
+        """The n newest samples by timestamp (ties: the later ingested first), newest first."""
+        if n < 0:
+            raise InputError(f"the number of recent samples must be >= 0, got {n}")
+        query = sa.select(*(SAMPLES.c[name] for name in SAMPLE_FIELDS))
+        if model_id is not None:
+            query = query.where(SAMPLES.c.model_id == model_id)
+        query = query.order_by(SAMPLES.c.timestamp.desc(), SAMPLES.c.seq.desc()).limit(n)
+        try:
+            with self._engine.connect() as conn:
+                rows = conn.execute(query).mappings().all()
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"{self.url}: cannot read samples: {self._why(exc)}") from exc
+        return [Sample.model_validate(dict(row)) for row in rows]
+
+    def count(self) -> int:
+        """How many samples the store holds."""
+        try:
+            with self._engine.connect() as conn:
+                return int(conn.execute(sa.select(sa.func.count()).select_from(SAMPLES)).scalar())
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"{self.url}: cannot count samples: {self._why(exc)}") from exc
+
+    def record_run(self, run: MonitorRun) -> None:
+        """Append a monitor run to the history; a run_id can be recorded once."""
+        try:
+            row = run.model_dump(mode="json", exclude={"started_at"})
+        except PydanticSerializationError as exc:
+            raise StoreError(f"monitor run {run.run_id!r}: details are not JSON: {exc}") from exc
+        row["started_at"] = run.started_at
+        row["mean_hss"], row["ci_low"], row["ci_high"] = run.mean_hss, run.ci_low, run.ci_high
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(sa.insert(MONITOR_RUNS), row)
+        except sa.exc.IntegrityError as exc:
+            raise StoreError(
+                f"{self.url}: monitor run {run.run_id!r} is already recorded ({self._why(exc)})"
+            ) from exc
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(
+                f"{self.url}: cannot record the monitor run: {self._why(exc)}"
+            ) from exc
+
+    def runs(self, limit: int = 100) -> list[MonitorRun]:
+        """The latest monitor runs, newest first (by started_at, then recording order)."""
+        if limit < 0:
+            raise InputError(f"the number of runs must be >= 0, got {limit}")
+        columns = [MONITOR_RUNS.c[name] for name in MonitorRun.model_fields]
+        query = (
+            sa.select(*columns)
+            .order_by(MONITOR_RUNS.c.started_at.desc(), MONITOR_RUNS.c.seq.desc())
+            .limit(limit)
+        )
+        try:
+            with self._engine.connect() as conn:
+                rows = conn.execute(query).mappings().all()
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"{self.url}: cannot read monitor runs: {self._why(exc)}") from exc
+        return [MonitorRun.model_validate(dict(row)) for row in rows]
+
+
+def ingest_file(
+    path: str | Path, url: str, *, skip_bad: bool = False
+) -> tuple[IngestReport, list[RowError]]:
+    """Validate a sample file and add its rows to the store at ``url``.
+
+    With bad rows and ``skip_bad=False`` nothing is ingested and :class:`InputError` names the
+    count and the first few ``file:line: message``. With ``skip_bad=True`` the valid rows are
+    ingested and every bad row is returned for the caller to report.
+    """
+    samples, errors = read_samples(path)
+    if errors and not skip_bad:
+        shown = "; ".join(f"{path}:{e.line}: {e.message}" for e in errors[:SHOWN_ERRORS])
+        more = f"; ... and {len(errors) - SHOWN_ERRORS} more" if len(errors) > SHOWN_ERRORS else ""
+        raise InputError(
+            f"{path}: {len(errors)} bad row(s), nothing ingested "
+            f"(fix them, or skip them explicitly with skip_bad / --skip-bad): {shown}{more}"
+        )
+    with SampleStore(url) as store:
+        report = store.ingest(samples)
+    return report, errors

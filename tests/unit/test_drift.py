@@ -1,0 +1,170 @@
+"""Drift reports through the real Evidently 0.7 (one report ~0.5 s once evidently is imported)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from hss_gate.drift import DriftError, DriftResult, column_results, drift_report
+from hss_gate.errors import InputError
+
+pytestmark = pytest.mark.unit
+
+N = 60
+
+
+def _normal(seed: int, mean: float, n: int = N) -> np.ndarray:
+    return np.random.default_rng(seed).normal(mean, 1.0, n)
+
+
+@pytest.fixture(scope="module")
+def frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Column a shifts by 1.5 sd, column b keeps its distribution (fresh sample)."""
+    reference = pd.DataFrame({"a": _normal(1, 0.0), "b": _normal(2, 0.0)})
+    current = pd.DataFrame({"a": _normal(3, 1.5), "b": _normal(4, 0.0)})
+    return reference, current
+
+
+def test_shifted_column_drifts_and_unshifted_does_not(frames):
+    reference, current = frames
+    # sanity of the fixture itself: scipy's KS agrees on which column moved
+    assert stats.ks_2samp(reference["a"], current["a"]).pvalue < 0.05
+    assert stats.ks_2samp(reference["b"], current["b"]).pvalue > 0.05
+
+    shifted = drift_report(reference, current, ["a"], drift_share=0.5)
+    assert shifted.drifted is True
+    assert shifted.drifted_columns == ["a"]
+    (col,) = shifted.columns
+    assert "K-S" in col.method  # evidently's default for < 1000 numeric rows
+    np.testing.assert_allclose(col.score, stats.ks_2samp(reference["a"], current["a"]).pvalue)
+
+    same = drift_report(reference, current, ["b"], drift_share=0.5)
+    assert same.drifted is False
+    assert same.drifted_columns == []
+    assert same.share == 0.0
+    assert same.columns[0].drifted is False
+    assert same.columns[0].score > 0.05
+
+
+def test_share_rule(frames):
+    reference, current = frames
+    at_half = drift_report(reference, current, ["a", "b"], drift_share=0.5)
+    assert at_half.share == pytest.approx(0.5)
+    assert at_half.drifted is True
+    assert [c.column for c in at_half.columns] == ["a", "b"]
+    assert [c.drifted for c in at_half.columns] == [True, False]
+
+    stricter = drift_report(reference, current, ["a", "b"], drift_share=0.75)
+    assert stricter.share == pytest.approx(0.5)
+    assert stricter.drifted is False
+    assert stricter.drifted_columns == ["a"]
+
+
+def test_missing_null_and_text_columns_are_skipped(frames):
+    reference, current = frames
+    reference = reference.assign(d=np.nan, e="x", f=np.r_[1.0, [np.nan] * (N - 1)])
+    current = current.assign(c=1.0, d=1.0, e="y", f=1.0)
+    result = drift_report(reference, current, ["a", "c", "d", "e", "f", "a"], drift_share=0.5)
+    assert [c.column for c in result.columns] == ["a"]
+    assert result.drifted is True and result.share == 1.0
+    assert result.skipped_columns == ["c", "d", "e", "f"]
+    assert "missing from reference" in result.skipped[0]
+    assert "non-null" in result.skipped[1]
+    assert "not numeric" in result.skipped[2]
+
+
+def test_bool_columns_are_cast_to_float():
+    reference = pd.DataFrame({"flag": [True, False] * (N // 2)})
+    drifted = drift_report(reference, pd.DataFrame({"flag": [True] * N}), ["flag"], drift_share=0.5)
+    assert drifted.drifted is True and drifted.columns[0].drifted is True
+    stable = drift_report(reference, reference.iloc[::-1], ["flag"], drift_share=0.5)
+    assert stable.drifted is False
+
+
+@pytest.mark.parametrize("n_ref, n_cur", [(1, N), (N, 1), (0, 0)])
+def test_tiny_frames_give_no_drift_with_a_reason(frames, tmp_path, n_ref, n_cur):
+    reference, current = frames
+    # a 1-row frame whose value is far away would be flagged by evidently (chi-square) if tested
+    result = drift_report(
+        reference.head(n_ref),
+        current.head(n_cur) + 100,
+        ["a", "b"],
+        drift_share=0.5,
+        out_dir=tmp_path,
+    )
+    assert result.drifted is False and result.share == 0.0
+    assert result.columns == []
+    assert result.skipped_columns == ["a", "b"]
+    assert all("too few rows" in s for s in result.skipped)
+    assert result.html is None and result.json is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_no_usable_columns_gives_no_drift(frames):
+    reference, current = frames
+    result = drift_report(reference, current, ["zzz"], drift_share=0.5)
+    assert (result.drifted, result.columns, result.skipped_columns) == (False, [], ["zzz"])
+    empty = drift_report(reference, current, [], drift_share=0.5)
+    assert empty.drifted is False and empty.skipped
+
+
+def test_writes_html_and_json(frames, tmp_path):
+    reference, current = frames
+    out = tmp_path / "monitor"
+    result = drift_report(
+        reference,
+        current,
+        ["a", "b"],
+        drift_share=0.5,
+        out_dir=out,
+        name="scores",
+        title="Score drift <live>",
+    )
+    html_path, json_path = out / "scores.html", out / "scores.json"
+    assert result.html == str(html_path) and result.json == str(json_path)
+    assert html_path.stat().st_size > 10_000
+    page = html_path.read_text(encoding="utf-8")
+    assert "<title>Score drift &lt;live&gt;</title>" in page
+    data = json.loads(json_path.read_text(encoding="utf-8"))
+    assert {t["status"] for t in data["tests"]} >= {"FAIL", "SUCCESS"}
+    assert column_results(data, ["a", "b"]) == result.columns  # the file re-reads the same way
+    assert sorted(p.name for p in out.iterdir()) == ["scores.html", "scores.json"]  # no temp left
+
+    record = json.loads(json.dumps(result.to_dict()))
+    assert record["drifted"] is True and record["drifted_columns"] == ["a"]
+    assert record["columns"][0]["column"] == "a" and record["html"] == str(html_path)
+
+
+def test_bad_drift_share_is_an_input_error(frames):
+    reference, current = frames
+    with pytest.raises(InputError):
+        drift_report(reference, current, ["a"], drift_share=0.0)
+
+
+def test_column_results_fails_closed_on_unreadable_snapshot():
+    with pytest.raises(DriftError, match="no drift test"):
+        column_results({"metrics": [], "tests": []}, ["a"])
+    errored = {
+        "metrics": [],
+        "tests": [
+            {
+                "status": "ERROR",
+                "metric_config": {
+                    "metric_id": "x",
+                    "params": {"type": "evidently:metric_v2:ValueDrift", "column": "a"},
+                },
+            }
+        ],
+    }
+    with pytest.raises(DriftError, match="ERROR"):
+        column_results(errored, ["a"])
+
+
+def test_result_defaults_are_independent():
+    one, two = DriftResult(drifted=False, share=0.0), DriftResult(drifted=False, share=0.0)
+    one.skipped.append("a: x")
+    assert two.skipped == []

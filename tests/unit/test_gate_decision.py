@@ -1,0 +1,197 @@
+"""The promotion decision, the monitor verdict and the baseline metrics (pure code)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hss_gate.baseline import document_scores, score_metrics, with_strength_distances
+from hss_gate.decision_report import decision_html, decision_markdown, moved_most
+from hss_gate.errors import InputError
+from hss_gate.gate import compare, decide, error_decision
+from hss_gate.monitor import monitor_verdict, severity_rise
+from hss_gate.normalization import compute_normalization
+from hss_gate.settings import GateSettings
+from hss_gate.severity import difference_bootstrap_ci
+
+pytestmark = pytest.mark.unit
+
+
+def _docs(hss, *, unsupported=0.0, novel=0.3, categories=("news", "legal")):
+    return [
+        {
+            "doc_id": f"d{i}",
+            "category": categories[i % len(categories)],
+            "hss": h,
+            "hss_raw": h,
+            "base_unsupported_share": unsupported,
+            "base_novel_ngram_share": novel,
+            "base_truncated": False,
+            "base_n_words": 50,
+        }
+        for i, h in enumerate(hss)
+    ]
+
+
+def _decide(candidate, production, checks=(), gate=None, drift=None):
+    comparison = compare(candidate, production, resamples=500, seed=1)
+    return decide(comparison, list(checks), gate or GateSettings(), drift=drift)
+
+
+def test_identical_candidate_is_promoted():
+    prod = _docs(np.linspace(0.2, 0.8, 20))
+    decision = _decide(prod, prod)
+    assert decision.decision == "promote" and decision.exit_code == 0
+    assert decision.metrics["hss_difference"] == 0.0
+
+
+def test_worse_candidate_is_blocked_with_the_hss_reason():
+    rng = np.random.default_rng(0)
+    prod_hss = rng.uniform(0.2, 0.6, 30)
+    decision = _decide(_docs(prod_hss + 0.3), _docs(prod_hss))
+    assert decision.decision == "block" and decision.exit_code == 1
+    assert any(r.startswith("HSS rose significantly") for r in decision.reasons)
+    low, high = decision.metrics["hss_difference_ci"]
+    assert low == pytest.approx(0.3) and high == pytest.approx(0.3)
+
+
+def test_a_rise_within_the_margin_is_not_blocked():
+    prod_hss = np.linspace(0.2, 0.6, 30)
+    decision = _decide(_docs(prod_hss + 0.04), _docs(prod_hss))
+    assert decision.decision == "promote"
+
+
+def test_a_noisy_rise_whose_ci_reaches_the_margin_is_not_blocked():
+    rng = np.random.default_rng(3)
+    prod_hss = rng.uniform(0.2, 0.6, 8)
+    noise = rng.normal(0.08, 0.25, 8)
+    decision = _decide(_docs(np.clip(prod_hss + noise, 0, 1)), _docs(prod_hss))
+    low = decision.metrics["hss_difference_ci"][0]
+    assert low <= 0.05 and decision.decision == "promote"
+
+
+def test_a_failed_suite_check_blocks_and_is_named():
+    prod = _docs([0.3] * 10)
+    check = {
+        "table": "documents",
+        "kind": "severity",
+        "name": "mean_hss",
+        "description": "mean HSS <= 0.70",
+        "success": False,
+        "observed": 0.81,
+    }
+    decision = _decide(prod, prod, checks=[check])
+    assert decision.decision == "block"
+    assert "mean HSS <= 0.70" in decision.reasons[0] and "0.810" in decision.reasons[0]
+
+
+def test_unsupported_share_rise_blocks_even_when_hss_is_flat():
+    prod = _docs([0.4] * 20, unsupported=0.0)
+    cand = _docs([0.4] * 20, unsupported=0.2)
+    decision = _decide(cand, prod)
+    assert decision.decision == "block"
+    assert any("unsupported by the source rose" in r for r in decision.reasons)
+
+
+def test_drift_blocks_only_when_configured():
+    prod = _docs([0.4] * 10)
+    drift = {"drifted": True, "drifted_columns": ["hss"], "share": 1.0, "columns": []}
+    assert _decide(prod, prod, drift=drift).decision == "promote"
+    strict = GateSettings(block_on_drift=True)
+    assert _decide(prod, prod, drift=drift, gate=strict).decision == "block"
+
+
+def test_paraphrase_note_when_hss_rises_with_rewriting_only():
+    prod_hss = np.linspace(0.2, 0.5, 20)
+    decision = _decide(_docs(prod_hss + 0.3, novel=0.8), _docs(prod_hss, novel=0.3))
+    assert decision.decision == "block"
+    assert any("paraphrase" in n for n in decision.notes)
+
+
+def test_category_table_and_mismatched_documents():
+    prod = _docs([0.2, 0.4, 0.6, 0.8])
+    cand = _docs([0.3, 0.4, 0.9, 0.8])
+    comparison = compare(cand, prod, resamples=200)
+    by_cat = {c["category"]: c for c in comparison["categories"]}
+    assert by_cat["news"]["delta"] == pytest.approx((0.3 + 0.9 - 0.2 - 0.6) / 2)
+    assert by_cat["legal"]["delta"] == pytest.approx(0.0)
+    with pytest.raises(InputError, match="different documents"):
+        compare(cand[:3], prod)
+
+
+def test_error_decision_fails_closed():
+    decision = error_decision("model not found", candidate="gguf:x")
+    assert decision.decision == "error" and decision.exit_code == 2
+    assert json.loads(decision.model_dump_json())["reasons"] == ["could not decide: model not found"]
+
+
+def test_reports_escape_document_text():
+    prod = _docs([0.2, 0.4])
+    decision = _decide(_docs([0.9, 0.4]), prod)
+    summaries = [{"doc_id": "d0", "strength": "base", "summary": "<script>alert(1)</script>"}]
+    examples = moved_most(_docs([0.9, 0.4]), prod, (summaries, summaries))
+    assert examples[0]["doc_id"] == "d0"
+    page = decision_html(decision.model_copy(update={"candidate": "<img onerror=x>"}), examples)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "<img onerror" not in page
+    assert "| HSS |" in decision_markdown(decision)
+
+
+def test_difference_bootstrap_matches_the_means():
+    a, b = [0.5, 0.7, 0.9], [0.1, 0.2, 0.3]
+    diff, low, high = difference_bootstrap_ci(a, b, resamples=2000, seed=0)
+    assert diff == pytest.approx(0.5)
+    assert 0.2 < low < 0.5 < high < 0.8
+
+
+def test_monitor_verdict():
+    rise = severity_rise([0.9] * 10, [0.5, 0.6] * 10, margin=0.05)
+    assert rise["rise"] and rise["difference"] == pytest.approx(0.35)
+    verdict, reasons = monitor_verdict(rise, None, [])
+    assert verdict == "unhealthy" and "severity rise" in reasons[0]
+    flat = severity_rise([0.5, 0.6] * 5, [0.5, 0.6] * 10, margin=0.05)
+    assert monitor_verdict(flat, {"drifted": False}, [])[0] == "healthy"
+    drift = {"drifted": True, "drifted_columns": ["hss"]}
+    assert monitor_verdict(flat, drift, [])[0] == "unhealthy"
+
+
+def test_document_scores_recompute_hss_from_distances():
+    perts = pd.DataFrame(
+        {
+            "doc_id": ["a", "a", "b", "b"],
+            "category": ["news", "news", "legal", "legal"],
+            "strength": ["low", "high", "low", "high"],
+            "distance_aware": [0.1, 0.3, 0.2, 0.8],
+            "distance_raw": [0.2, 0.4, 0.3, 0.9],
+        }
+    )
+    docs = pd.DataFrame(
+        {
+            "doc_id": ["a", "b"],
+            "category": ["news", "legal"],
+            "base_unsupported_share": [0.0, 0.5],
+            "base_novel_ngram_share": [0.2, 0.4],
+            "base_truncated": [False, True],
+            "base_n_words": [40, 60],
+        }
+    )
+    norm = compute_normalization(
+        perts[["category", "distance_aware", "distance_raw"]].itertuples(index=False),
+        quantile=1.0,
+        model="m",
+        settings_digest="s",
+        created="now",
+    )
+    scores = document_scores(docs, perts, norm).set_index("doc_id")
+    # M_news = max(0.1, 0.3) = 0.3 -> mean(min(0.1/0.3, 1), 1) ; M_legal = 0.8
+    assert scores.loc["a", "hss"] == pytest.approx((0.1 / 0.3 + 1.0) / 2)
+    assert scores.loc["b", "hss"] == pytest.approx((0.2 / 0.8 + 1.0) / 2)
+    assert scores.loc["b", "distance_high"] == pytest.approx(0.8)
+    metrics = score_metrics(scores.reset_index(), GateSettings(severity_level=0.65))
+    assert metrics["share_above_severity_level"] == pytest.approx(0.5)
+    assert metrics["truncated_share"] == pytest.approx(0.5)
+    wide = with_strength_distances(docs, perts)
+    assert list(wide["distance_low"]) == pytest.approx([0.1, 0.2])
