@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 import sys
@@ -33,7 +34,7 @@ ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")
 
 
 def _fail(message: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -281,6 +282,360 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise InputError(f"{path}: invalid JSON ({exc})") from exc
+
+
+def _load_docs(settings: Any, corpus: str | None, limit: int | None) -> Any:
+    from hss_gate.corpus import load_corpus
+
+    if limit is not None and limit < 1:
+        raise InputError("--limit must be at least 1")
+    return load_corpus(corpus or settings.run.corpus, limit)
+
+
+def _run_gate(
+    candidate: str, production: str | None, settings: Any, docs: Any, out_dir: Path
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Score both models on the same perturbed documents, run the suites and decide."""
+    from hss_gate.decision_report import moved_most
+    from hss_gate.normalization import load_normalization
+    from hss_gate.promotion import (
+        compare_runs,
+        gate_decision,
+        gate_tables,
+        run_gate_checks,
+        score_drift,
+        score_frame,
+    )
+    from hss_gate.report import write_outputs
+    from hss_gate.runner import score_model
+    from hss_gate.summarizers import load_summarizer
+    from hss_gate.toolkit import real_toolkit
+
+    production = production or settings.run.production_model
+    norm = load_normalization(settings.score.normalization)
+    tools = real_toolkit(settings)
+    for uri in (candidate, production):  # fail fast on a bad URI before any scoring
+        load_summarizer(uri, settings, tools.embedder)
+    results = {}
+    for role, uri in (("candidate", candidate), ("production", production)):
+        console.print(f"[bold]{role}[/] {uri}", highlight=False)
+        with _progress() as progress:
+            result, meta = score_model(
+                uri, docs, settings, norm, tools=tools, progress=_progress_factory(progress)
+            )
+        write_outputs(out_dir / role, result, meta)
+        results[role] = result
+    cand, prod = results["candidate"], results["production"]
+    comparison = compare_runs(cand, prod, settings)
+    checks = run_gate_checks(
+        gate_tables(cand, comparison),
+        settings,
+        n_documents=len(docs),
+        n_perturbations=len(docs) * len(settings.perturb.strengths) * settings.perturb.k,
+        categories=sorted({d.category for d in docs}),
+        docs_dir=out_dir / "data_docs",
+    )
+    variant = "aware" if settings.score.perturbation_aware else "raw"
+    drift = score_drift(
+        score_frame(prod, variant),
+        score_frame(cand, variant),
+        settings.monitor.drift_columns,
+        settings.monitor.drift_share,
+        out_dir,
+        f"{candidate} against production {production}",
+    )
+    decision = gate_decision(
+        comparison, checks, drift, settings, **_context(candidate, production)
+    )
+    examples = moved_most(
+        cand.documents, prod.documents, (cand.summaries, prod.summaries)
+    )
+    return decision, examples
+
+
+def _context(candidate: str, production: str | None) -> dict[str, str]:
+    return {
+        "candidate": candidate,
+        "production": production or "",
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "hss_gate_version": __version__,
+    }
+
+
+@app.command()
+def gate(
+    candidate: Annotated[str, typer.Option("--candidate", "-c", help="model URI to promote")],
+    production: Annotated[
+        str | None, typer.Option("--production", "-p", help="default: run.production_model")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="gate on the first N documents")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="perturbations per strength")] = None,
+    corpus: Annotated[str | None, typer.Option(help="default: run.corpus")] = None,
+    out: Annotated[str | None, typer.Option(help="default: gate.out")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide."""
+    from hss_gate.decision_report import write_decision
+    from hss_gate.gate import error_decision
+
+    out_dir = Path(out or "outputs/gate")
+    decision, examples = None, []
+    try:
+        settings = _settings(params, k)
+        out_dir = Path(out or settings.gate.out)
+        production = production or settings.run.production_model
+        docs = _load_docs(settings, corpus, limit)
+        decision, examples = _run_gate(candidate, production, settings, docs, out_dir)
+    except KeyboardInterrupt:
+        decision = error_decision("interrupted", **_context(candidate, production))
+    except Exception as exc:  # the gate fails closed on any error
+        if os.environ.get("HSS_DEBUG"):
+            traceback.print_exc()
+        message = str(exc) if isinstance(exc, HssError) else f"{type(exc).__name__}: {exc}"
+        decision = error_decision(message, **_context(candidate, production))
+    try:
+        write_decision(out_dir, decision, examples)
+    except OSError as exc:
+        _fail(f"could not write the decision to {out_dir}: {exc}")
+    style = {"promote": "green", "block": "red", "error": "red"}[decision.decision]
+    if decision.decision == "error":
+        console.print(f"[bold red]error:[/] {decision.reasons[0]}", highlight=False, soft_wrap=True)
+    else:
+        for reason in decision.reasons:
+            console.print(f"- {reason}", highlight=False)
+    console.print(
+        f"[bold {style}]{decision.decision.upper()}[/] (exit {decision.exit_code}); "
+        f"wrote {out_dir}/decision.json, decision.md, decision.html",
+        highlight=False,
+    )
+    raise typer.Exit(decision.exit_code)
+
+
+samples_app = typer.Typer(no_args_is_help=True, help="The production sample store.")
+app.add_typer(samples_app, name="samples")
+SamplesOpt = Annotated[
+    str | None,
+    typer.Option("--samples", help="SQLAlchemy URL of the store (default: monitor.samples_url)"),
+]
+
+
+@samples_app.command("ingest")
+@guarded
+def samples_ingest(
+    file: Annotated[Path, typer.Argument(help="JSONL or CSV: sample_id, document, summary, "
+                                               "model_id, timestamp, category")],
+    samples: SamplesOpt = None,
+    skip_bad: Annotated[
+        bool, typer.Option(help="ingest the valid rows and list the bad ones (exit 1)")
+    ] = False,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Validate every row and store the samples; bad rows are reported with their line."""
+    from hss_gate.samples import ingest_file, masked_url
+
+    url = samples or _settings(params).monitor.samples_url
+    report, errors = ingest_file(file, url, skip_bad=skip_bad)
+    for error in errors:
+        console.print(f"[yellow]skipped[/] {file}:{error.line}: {error.message}", highlight=False)
+    console.print(
+        f"ingested {report.added} samples into {masked_url(url)}"
+        + (f"; {report.duplicates} already stored (kept)" if report.duplicates else "")
+        + (f"; {len(errors)} bad rows skipped" if errors else ""),
+        highlight=False,
+    )
+    if errors:
+        raise typer.Exit(1)
+
+
+@samples_app.command("runs")
+@guarded
+def samples_runs(
+    samples: SamplesOpt = None,
+    limit: Annotated[int, typer.Option(help="most recent runs")] = 20,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """The monitor's recorded runs, newest first (the severity trend)."""
+    from hss_gate.samples import SampleStore
+
+    store = SampleStore(samples or _settings(params).monitor.samples_url)
+    table = Table()
+    for col in ("started", "model", "samples", "mean HSS", "95% CI", "drift", "decision"):
+        table.add_column(col)
+    for run in store.runs(limit):
+        ci = "" if run.ci_low is None else f"{run.ci_low:.3f}-{run.ci_high:.3f}"
+        mean = "" if run.mean_hss is None else f"{run.mean_hss:.3f}"
+        table.add_row(
+            run.started_at.isoformat(timespec="seconds"), run.model, str(run.n_samples), mean,
+            ci, ", ".join(run.drifted_columns) or "no", run.decision,
+        )
+    out_console.print(table)
+
+
+def _run_monitor(
+    settings: Any, store: Any, model: str, sample_size: int, out_dir: Path
+) -> dict[str, Any]:
+    """Score recent samples with the deployed model; drift, severity rise and suite checks."""
+    import pandas as pd
+
+    from hss_gate.expectations import monitor_expectations, run_suites
+    from hss_gate.monitor import (
+        live_summary_signals,
+        monitor_verdict,
+        samples_to_documents,
+        severity_rise,
+    )
+    from hss_gate.normalization import load_normalization
+    from hss_gate.promotion import score_drift, score_frame
+    from hss_gate.report import write_outputs
+    from hss_gate.runner import score_model
+    from hss_gate.toolkit import real_toolkit
+
+    reference_path = Path(settings.monitor.reference)
+    reference = _read_table(reference_path)
+    norm = load_normalization(settings.score.normalization)
+    recent = store.recent(sample_size, settings.monitor.model_id)
+    docs = samples_to_documents(recent)
+    tools = real_toolkit(settings)
+    with _progress() as progress:
+        result, meta = score_model(
+            model, docs, settings, norm, tools=tools, progress=_progress_factory(progress)
+        )
+    write_outputs(out_dir / "scores", result, meta)
+    live = live_summary_signals(
+        recent, tools.tagger.mentions([s.summary for s in recent]), settings.score.ngram
+    )
+    variant = "aware" if settings.score.perturbation_aware else "raw"
+    current = score_frame(result, variant).merge(pd.DataFrame(live), on="doc_id")
+    drift = score_drift(
+        reference, current, settings.monitor.drift_columns, settings.monitor.drift_share,
+        out_dir, f"live traffic of {model} against the production reference",
+    )
+    rise = severity_rise(
+        current["hss"].tolist(),
+        reference["hss"].tolist(),
+        margin=settings.monitor.margin,
+        resamples=settings.score.bootstrap_resamples,
+        confidence=settings.score.confidence,
+        seed=settings.perturb.seed,
+    )
+    table = current.assign(base_truncated=current["base_truncated"].astype(float))
+    checks = [
+        c.to_dict()
+        for c in run_suites(
+            {"documents": table},
+            monitor_expectations(settings.gate, n_documents=len(docs)),
+            docs_dir=out_dir / "data_docs",
+        )
+    ]
+    decision, reasons = monitor_verdict(rise, drift, checks)
+    summaries = {s.sample_id: s.summary for s in recent}
+    return {
+        "decision": decision,
+        "reasons": reasons,
+        "severity": rise,
+        "drift": drift,
+        "checks": checks,
+        "warnings": result.warnings,
+        "samples": [
+            {
+                "doc_id": row["doc_id"],
+                "category": row["category"],
+                "hss": row["hss"],
+                "live_unsupported": row["live_unsupported"],
+                "live_summary": summaries[row["doc_id"]],
+            }
+            for row in current.to_dict("records")
+        ],
+    }
+
+
+@app.command()
+def monitor(
+    samples: SamplesOpt = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="deployed model; default: production")
+    ] = None,
+    sample_size: Annotated[
+        int | None, typer.Option(help="most recent samples (default: monitor.sample_size)")
+    ] = None,
+    out: Annotated[str | None, typer.Option(help="default: monitor.out")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Score recent production traffic: exit 0 = healthy, 1 = drift or severity rise, 2 = error."""
+    import uuid
+
+    from hss_gate.decision_report import monitor_html, monitor_markdown, write_text_atomic
+    from hss_gate.monitor import EXIT_CODES
+
+    started = dt.datetime.now(dt.UTC)
+    result: dict[str, Any] = {"run_id": uuid.uuid4().hex[:12], "model": model or ""}
+    out_dir, store = Path(out or "outputs/monitor"), None
+    try:
+        settings = _settings(params)
+        out_dir = Path(out or settings.monitor.out)
+        result["model"] = model = model or settings.run.production_model
+        size = sample_size or settings.monitor.sample_size
+        if size < 1:
+            raise InputError("--sample-size must be at least 1")
+        from hss_gate.samples import SampleStore
+
+        store = SampleStore(samples or settings.monitor.samples_url)
+        result |= _run_monitor(settings, store, model, size, out_dir)
+    except KeyboardInterrupt:
+        result |= {"decision": "error", "reasons": ["interrupted"]}
+    except Exception as exc:  # fail closed; the stored samples are never touched
+        if os.environ.get("HSS_DEBUG"):
+            traceback.print_exc()
+        message = str(exc) if isinstance(exc, HssError) else f"{type(exc).__name__}: {exc}"
+        result |= {"decision": "error", "reasons": [f"could not monitor: {message}"]}
+    result["n_samples"] = len(result.get("samples", []))
+    if store is not None:
+        result["trend"] = _record_run(store, result, started)
+    try:
+        write_json_atomic(out_dir / "monitor.json", result)
+        write_text_atomic(out_dir / "monitor.md", monitor_markdown(result))
+        write_text_atomic(out_dir / "monitor.html", monitor_html(result))
+    except OSError as exc:
+        _fail(f"could not write the monitor report to {out_dir}: {exc}")
+    for reason in result["reasons"]:
+        console.print(f"- {reason}", highlight=False)
+    code = EXIT_CODES[result["decision"]]
+    console.print(
+        f"[bold]{result['decision'].upper()}[/] (exit {code}); wrote {out_dir}/monitor.json, "
+        "monitor.md, monitor.html",
+        highlight=False,
+    )
+    raise typer.Exit(code)
+
+
+def _record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> list[dict]:
+    """Store this run's outcome (the trend) and return the recent runs; never raises."""
+    from hss_gate.samples import MonitorRun
+
+    rise = result.get("severity") or {}
+    drift = result.get("drift") or {}
+    try:
+        store.record_run(
+            MonitorRun(
+                run_id=result["run_id"],
+                started_at=started,
+                model=result["model"],
+                n_samples=result["n_samples"],
+                mean_hss=rise.get("live_mean"),
+                ci_low=rise.get("ci_low"),
+                ci_high=rise.get("ci_high"),
+                drift=bool(drift.get("drifted")),
+                drifted_columns=list(drift.get("drifted_columns", [])),
+                decision=result["decision"],
+                details={"reasons": result["reasons"]},
+            )
+        )
+        return [r.model_dump(mode="json") for r in store.runs(20)]
+    except HssError as exc:
+        result["reasons"].append(f"could not record the run in the sample store: {exc}")
+        if result["decision"] != "error":
+            result["decision"] = "error"
+        return []
 
 
 @models_app.command("list")

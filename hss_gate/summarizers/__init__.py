@@ -32,8 +32,8 @@ def load_summarizer(
         from hss_gate.summarizers.openai import OpenAISummarizer
 
         return OpenAISummarizer(target, settings.generate)
-    if scheme == "fake":
-        return FakeSummarizer()
+    if scheme == "fake":  # test doubles: fake:lead, fake:unstable (worse by construction)
+        return FakeSummarizer(unstable=target == "unstable")
     from hss_gate.summarizers.extractive import CentroidSummarizer, LeadSummarizer
 
     method, _, n = target.partition("-")

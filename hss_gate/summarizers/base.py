@@ -67,13 +67,25 @@ def chat_messages(text: str, settings: GenerateSettings) -> list[dict[str, str]]
 
 
 class FakeSummarizer:
-    """Deterministic test double: the first `n` sentences, optionally with a word swapped in."""
+    """Deterministic test double: the first `n` sentences, optionally with a word swapped in.
 
-    def __init__(self, n_sentences: int = 2, inject: str | None = None) -> None:
+    With unstable=True it is worse by construction: the sentences it picks and a number it
+    invents depend on a hash of the whole input, so any perturbation changes the summary.
+    """
+
+    def __init__(
+        self, n_sentences: int = 2, inject: str | None = None, unstable: bool = False
+    ) -> None:
         self.n = n_sentences
         self.inject = inject
-        self.fingerprint = f"fake:{n_sentences}:{inject}"
+        self.unstable = unstable
+        self.fingerprint = f"fake:{n_sentences}:{inject}:{unstable}"
         self.calls = 0
+
+    def _unstable(self, sentences: list[str], text: str) -> str:
+        digest = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+        picked = [sentences[(digest >> (8 * i)) % len(sentences)] for i in range(self.n)]
+        return " ".join(picked) + f" The total reached {digest % 9000 + 1000} units."
 
     def summarize(
         self,
@@ -85,7 +97,13 @@ class FakeSummarizer:
         out = []
         for text in texts:
             self.calls += 1
-            summary = " ".join(split_sentences(text)[: self.n])
+            sentences = split_sentences(text) or [text]
+            if self.unstable:
+                out.append(self._unstable(sentences, text))
+                if progress:
+                    progress(1)
+                continue
+            summary = " ".join(sentences[: self.n])
             if self.inject and len(text) % 2:
                 summary += f" {self.inject}"
             out.append(summary)

@@ -125,7 +125,8 @@ def test_category_table_and_mismatched_documents():
 def test_error_decision_fails_closed():
     decision = error_decision("model not found", candidate="gguf:x")
     assert decision.decision == "error" and decision.exit_code == 2
-    assert json.loads(decision.model_dump_json())["reasons"] == ["could not decide: model not found"]
+    reasons = json.loads(decision.model_dump_json())["reasons"]
+    assert reasons == ["could not decide: model not found"]
 
 
 def test_reports_escape_document_text():

@@ -1,0 +1,133 @@
+"""`hss gate`, `hss samples ingest` and `hss monitor` end to end on cheap summarizers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from hss_gate.cli import app
+from hss_gate.corpus import load_corpus
+from hss_gate.samples import SampleStore
+from tests.conftest import CORPUS, REPO
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture()
+def runner(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> CliRunner:
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(cache_dir))
+    return CliRunner()
+
+
+def _gate(runner: CliRunner, out: Path, candidate: str, production: str = "extractive:lead-3"):
+    result = runner.invoke(
+        app,
+        ["gate", "--candidate", candidate, "--production", production, "--limit", "4", "-k", "1",
+         "--out", str(out)],
+    )
+    decision = json.loads((out / "decision.json").read_text())
+    return result, decision
+
+
+def test_identical_candidate_is_promoted(runner, tmp_path):
+    result, decision = _gate(runner, tmp_path, "extractive:lead-3")
+    assert result.exit_code == 0, result.output
+    assert decision["decision"] == "promote"
+    assert decision["metrics"]["hss_difference"] == 0.0
+    assert decision["metrics"]["checks_failed"] == 0 and decision["metrics"]["checks_passed"] > 50
+    for name in ("decision.md", "decision.html", "drift.html", "data_docs/index.html"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    candidate = pd.read_csv(tmp_path / "candidate" / "documents.csv")
+    production = pd.read_csv(tmp_path / "production" / "documents.csv")
+    pd.testing.assert_frame_equal(candidate, production)
+
+
+def test_worse_candidate_is_blocked(runner, tmp_path):
+    result, decision = _gate(runner, tmp_path, "fake:unstable")
+    assert result.exit_code == 1, result.output
+    assert decision["decision"] == "block"
+    assert any(r.startswith("HSS rose significantly") for r in decision["reasons"])
+    assert decision["metrics"]["hss_candidate"] > 0.5 > decision["metrics"]["hss_production"]
+    failed = {c["name"] for c in decision["checks"] if not c["success"]}
+    assert "mean_hss" in failed and "mean_unsupported_share" in failed
+    assert "BLOCKED" in (tmp_path / "decision.md").read_text()
+
+
+def test_unknown_candidate_fails_closed_with_one_line(runner, tmp_path):
+    result = runner.invoke(
+        app, ["gate", "--candidate", "gguf:does-not-exist", "--limit", "2", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert "does-not-exist" in result.output
+    decision = json.loads((tmp_path / "decision.json").read_text())
+    assert decision["decision"] == "error" and "does-not-exist" in decision["reasons"][0]
+
+
+def _samples_file(path: Path, n: int = 4) -> Path:
+    rows = []
+    for i, doc in enumerate(load_corpus(CORPUS, limit=n)):
+        summary = " ".join(doc.text.split(". ")[:2]) + "."
+        rows.append(
+            {
+                "sample_id": f"s{i}",
+                "document": doc.text,
+                "summary": summary,
+                "model_id": "lead",
+                "timestamp": f"2026-11-{i + 1:02d}T10:00:00Z",
+                "category": doc.category,
+            }
+        )
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_ingest_reports_bad_rows_with_line_numbers(runner, tmp_path):
+    good = _samples_file(tmp_path / "good.jsonl", 2)
+    bad = tmp_path / "bad.jsonl"
+    lines = good.read_text().splitlines()
+    bad.write_text(lines[0] + "\n{not json\n" + lines[1].replace('"s1"', '""') + "\n")
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    result = runner.invoke(app, ["samples", "ingest", str(bad), "--samples", url])
+    assert result.exit_code == 2
+    assert ":2:" in result.output and ":3:" in result.output
+    assert SampleStore(url).count() == 0  # nothing ingested from a file with bad rows
+    result = runner.invoke(app, ["samples", "ingest", str(bad), "--samples", url, "--skip-bad"])
+    assert result.exit_code == 1 and SampleStore(url).count() == 1
+
+
+def test_monitor_scores_recent_samples_and_records_the_run(runner, tmp_path):
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    ingest = runner.invoke(app, ["samples", "ingest", str(_samples_file(tmp_path / "s.jsonl")),
+                                 "--samples", url])
+    assert ingest.exit_code == 0, ingest.output
+    out = tmp_path / "monitor"
+    result = runner.invoke(
+        app, ["monitor", "--samples", url, "--model", "extractive:lead-3", "--out", str(out)]
+    )
+    report = json.loads((out / "monitor.json").read_text())
+    assert result.exit_code == {"healthy": 0, "unhealthy": 1}[report["decision"]], result.output
+    assert report["n_samples"] == 4 and len(report["samples"]) == 4
+    # lead-3 copies: its live HSS is far below the production reference, never a rise
+    assert report["severity"]["live_mean"] < report["severity"]["reference_mean"]
+    assert not report["severity"]["rise"]
+    store = SampleStore(url)
+    assert [r.decision for r in store.runs()] == [report["decision"]]
+    assert (out / "monitor.html").stat().st_size > 0
+
+    failing = runner.invoke(
+        app, ["monitor", "--samples", url, "--model", "gguf:does-not-exist", "--out", str(out)]
+    )
+    assert failing.exit_code == 2
+    assert store.count() == 4  # every ingested sample is kept when scoring fails
+    assert store.runs()[0].decision == "error"
