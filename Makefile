@@ -7,7 +7,7 @@ VENV := .venv/bin
 MODEL ?= gguf:qwen2.5-coder-0.5b-instruct
 OUT ?= outputs/score
 
-.PHONY: setup quickstart score baseline test test-unit test-fast lint
+.PHONY: setup quickstart score baseline repro gate monitor test test-unit test-fast lint
 
 setup:
 	bash scripts/setup.sh
@@ -19,6 +19,16 @@ score:
 
 baseline:
 	$(VENV)/hss baseline
+
+repro:  # rebuild the baselines that a change affects (dvc.yaml)
+	PATH="$(CURDIR)/$(VENV):$$PATH" $(VENV)/dvc repro
+
+CANDIDATE ?= gguf:smollm2-135m-instruct
+gate:
+	$(VENV)/hss gate --candidate $(CANDIDATE)
+
+monitor:
+	$(VENV)/hss monitor
 
 lint:
 	$(VENV)/ruff check hss_gate tests

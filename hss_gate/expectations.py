@@ -99,7 +99,7 @@ class CheckResult:
     """The outcome of one `ExpectationSpec`.
 
     `observed` is GX's observed_value (a mean, a quantile, a row count, ...), the unexpected
-    percent (0-100, of non-null values) for per-row expectations, {"missing": [...]} for a set
+    share (0-1, of non-null values) for per-row expectations, {"missing": [...]} for a set
     that must be present, or a message when the check could not run (which counts as a failure).
     `unexpected` holds up to 20 example offending values of per-row expectations.
     """
@@ -577,7 +577,7 @@ def _observed(spec: ExpectationSpec, gx_result: Any) -> tuple[Any, list[Any]]:
     if "partial_missing_list" in result:
         return {"missing": list(result["partial_missing_list"])}, []
     if "unexpected_percent" in result:
-        return result["unexpected_percent"], unexpected
+        return result["unexpected_percent"] / 100.0, unexpected  # a share, like the others
     if spec.expectation == "ExpectColumnMaxToBeBetween" and "row_condition" in spec.kwargs:
         return "no rows match the condition", []
     return None, unexpected

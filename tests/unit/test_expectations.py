@@ -319,7 +319,7 @@ def test_each_document_threshold_fails_alone(case, expected):
     bad = next(r for r in results if not r.success)
     assert bad.kind == "severity"
     if case == "share_above":
-        assert bad.observed == pytest.approx(30.0)  # GX's unexpected percent
+        assert bad.observed == pytest.approx(0.30)  # GX's unexpected percent, as a share
         assert sorted(bad.unexpected) == [0.95] * 6
 
 
