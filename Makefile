@@ -31,7 +31,7 @@ monitor:
 	$(VENV)/hss monitor
 
 lint:
-	$(VENV)/ruff check hss_gate tests
+	$(VENV)/ruff check hss_gate tests flows scripts
 
 test: setup lint
 	$(VENV)/python -m pytest -m "unit or integration or slow" -q

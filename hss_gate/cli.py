@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import os
 import sys
 import traceback
@@ -219,8 +218,8 @@ def baseline(
     constants M_c, and the production model's metrics on the reference corpus."""
 
     from hss_gate.baseline import document_scores, score_metrics
-    from hss_gate.normalization import compute_normalization, load_normalization
-    from hss_gate.report import write_csv_atomic, write_outputs
+    from hss_gate.normalization import load_normalization, normalization_from_run
+    from hss_gate.report import read_json, read_score_table, write_csv_atomic, write_outputs
 
     if stage not in BASELINE_STAGES:
         raise InputError(f"--stage: unknown '{stage}'; choose from {', '.join(BASELINE_STAGES)}")
@@ -234,22 +233,19 @@ def baseline(
         write_outputs(reference, result, meta)
         console.print(f"wrote {reference}/ in {meta['wall_time_s']} s")
     if stage in ("constants", "all"):
-        meta = _read_json(reference / "summary.json")
-        perts = _read_table(reference / "perturbations.csv")
-        norm = compute_normalization(
+        perts = read_score_table(reference / "perturbations.csv")
+        norm = normalization_from_run(
             perts[["category", "distance_aware", "distance_raw"]].itertuples(index=False),
-            quantile=settings.score.quantile,
-            model=meta["fingerprint"],
-            settings_digest=hashlib.sha256(str(meta["settings"]).encode()).hexdigest()[:16],
-            created=meta["created"],
+            read_json(reference / "summary.json"),
+            settings.score.quantile,
         )
         write_json_atomic(settings.score.normalization, norm.model_dump(mode="json"))
         console.print(f"wrote {settings.score.normalization} ({len(norm.counts)} categories)")
     if stage in ("metrics", "all"):
         variant = "aware" if settings.score.perturbation_aware else "raw"
         scores = document_scores(
-            _read_table(reference / "documents.csv"),
-            _read_table(reference / "perturbations.csv"),
+            read_score_table(reference / "documents.csv"),
+            read_score_table(reference / "perturbations.csv"),
             load_normalization(settings.score.normalization),
             variant,
         )
@@ -260,28 +256,6 @@ def baseline(
             f"wrote {out}/production_scores.csv and {out}/metrics.json "
             f"(production mean HSS {metrics['hss_mean']:.3f} on {metrics['documents']} documents)"
         )
-
-
-def _read_table(path: Path) -> Any:
-    import pandas as pd
-
-    if not path.exists():
-        raise InputError(f"{path}: missing; run `hss baseline --stage scores` first")
-    try:
-        return pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise InputError(f"{path}: not a readable score table ({exc})") from exc
-
-
-def _read_json(path: Path) -> Any:
-    import json
-
-    if not path.exists():
-        raise InputError(f"{path}: missing; run `hss baseline --stage scores` first")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"{path}: invalid JSON ({exc})") from exc
 
 
 def _load_docs(settings: Any, corpus: str | None, limit: int | None) -> Any:
@@ -300,6 +274,7 @@ def _run_gate(
     from hss_gate.normalization import load_normalization
     from hss_gate.promotion import (
         compare_runs,
+        decision_context,
         gate_decision,
         gate_tables,
         run_gate_checks,
@@ -328,12 +303,7 @@ def _run_gate(
     cand, prod = results["candidate"], results["production"]
     comparison = compare_runs(cand, prod, settings)
     checks = run_gate_checks(
-        gate_tables(cand, comparison),
-        settings,
-        n_documents=len(docs),
-        n_perturbations=len(docs) * len(settings.perturb.strengths) * settings.perturb.k,
-        categories=sorted({d.category for d in docs}),
-        docs_dir=out_dir / "data_docs",
+        gate_tables(cand, comparison), settings, docs, out_dir / "data_docs"
     )
     variant = "aware" if settings.score.perturbation_aware else "raw"
     drift = score_drift(
@@ -345,21 +315,12 @@ def _run_gate(
         f"{candidate} against production {production}",
     )
     decision = gate_decision(
-        comparison, checks, drift, settings, **_context(candidate, production)
+        comparison, checks, drift, settings, **decision_context(candidate, production)
     )
     examples = moved_most(
         cand.documents, prod.documents, (cand.summaries, prod.summaries)
     )
     return decision, examples
-
-
-def _context(candidate: str, production: str | None) -> dict[str, str]:
-    return {
-        "candidate": candidate,
-        "production": production or "",
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "hss_gate_version": __version__,
-    }
 
 
 @app.command()
@@ -377,6 +338,7 @@ def gate(
     """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide."""
     from hss_gate.decision_report import write_decision
     from hss_gate.gate import error_decision
+    from hss_gate.promotion import decision_context
 
     out_dir = Path(out or "outputs/gate")
     decision, examples = None, []
@@ -387,12 +349,12 @@ def gate(
         docs = _load_docs(settings, corpus, limit)
         decision, examples = _run_gate(candidate, production, settings, docs, out_dir)
     except KeyboardInterrupt:
-        decision = error_decision("interrupted", **_context(candidate, production))
+        decision = error_decision("interrupted", **decision_context(candidate, production))
     except Exception as exc:  # the gate fails closed on any error
         if os.environ.get("HSS_DEBUG"):
             traceback.print_exc()
         message = str(exc) if isinstance(exc, HssError) else f"{type(exc).__name__}: {exc}"
-        decision = error_decision(message, **_context(candidate, production))
+        decision = error_decision(message, **decision_context(candidate, production))
     try:
         write_decision(out_dir, decision, examples)
     except OSError as exc:
@@ -475,23 +437,25 @@ def _run_monitor(
     settings: Any, store: Any, model: str, sample_size: int, out_dir: Path
 ) -> dict[str, Any]:
     """Score recent samples with the deployed model; drift, severity rise and suite checks."""
-    import pandas as pd
-
-    from hss_gate.expectations import monitor_expectations, run_suites
     from hss_gate.monitor import (
         live_summary_signals,
         monitor_verdict,
+        sample_rows,
         samples_to_documents,
-        severity_rise,
     )
     from hss_gate.normalization import load_normalization
-    from hss_gate.promotion import score_drift, score_frame
-    from hss_gate.report import write_outputs
+    from hss_gate.promotion import (
+        live_frame,
+        monitor_severity,
+        run_monitor_checks,
+        score_drift,
+        score_frame,
+    )
+    from hss_gate.report import read_score_table, write_outputs
     from hss_gate.runner import score_model
     from hss_gate.toolkit import real_toolkit
 
-    reference_path = Path(settings.monitor.reference)
-    reference = _read_table(reference_path)
+    reference = read_score_table(settings.monitor.reference)
     norm = load_normalization(settings.score.normalization)
     recent = store.recent(sample_size, settings.monitor.model_id)
     docs = samples_to_documents(recent)
@@ -505,30 +469,14 @@ def _run_monitor(
         recent, tools.tagger.mentions([s.summary for s in recent]), settings.score.ngram
     )
     variant = "aware" if settings.score.perturbation_aware else "raw"
-    current = score_frame(result, variant).merge(pd.DataFrame(live), on="doc_id")
+    current = live_frame(score_frame(result, variant), live)
     drift = score_drift(
         reference, current, settings.monitor.drift_columns, settings.monitor.drift_share,
         out_dir, f"live traffic of {model} against the production reference",
     )
-    rise = severity_rise(
-        current["hss"].tolist(),
-        reference["hss"].tolist(),
-        margin=settings.monitor.margin,
-        resamples=settings.score.bootstrap_resamples,
-        confidence=settings.score.confidence,
-        seed=settings.perturb.seed,
-    )
-    table = current.assign(base_truncated=current["base_truncated"].astype(float))
-    checks = [
-        c.to_dict()
-        for c in run_suites(
-            {"documents": table},
-            monitor_expectations(settings.gate, n_documents=len(docs)),
-            docs_dir=out_dir / "data_docs",
-        )
-    ]
+    rise = monitor_severity(current, reference, settings)
+    checks = run_monitor_checks(current, settings, out_dir / "data_docs")
     decision, reasons = monitor_verdict(rise, drift, checks)
-    summaries = {s.sample_id: s.summary for s in recent}
     return {
         "decision": decision,
         "reasons": reasons,
@@ -536,16 +484,7 @@ def _run_monitor(
         "drift": drift,
         "checks": checks,
         "warnings": result.warnings,
-        "samples": [
-            {
-                "doc_id": row["doc_id"],
-                "category": row["category"],
-                "hss": row["hss"],
-                "live_unsupported": row["live_unsupported"],
-                "live_summary": summaries[row["doc_id"]],
-            }
-            for row in current.to_dict("records")
-        ],
+        "samples": sample_rows(current.to_dict("records"), recent),
     }
 
 
@@ -610,31 +549,14 @@ def monitor(
 
 def _record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> list[dict]:
     """Store this run's outcome (the trend) and return the recent runs; never raises."""
-    from hss_gate.samples import MonitorRun
+    from hss_gate.monitor import run_record
 
-    rise = result.get("severity") or {}
-    drift = result.get("drift") or {}
     try:
-        store.record_run(
-            MonitorRun(
-                run_id=result["run_id"],
-                started_at=started,
-                model=result["model"],
-                n_samples=result["n_samples"],
-                mean_hss=rise.get("live_mean"),
-                ci_low=rise.get("ci_low"),
-                ci_high=rise.get("ci_high"),
-                drift=bool(drift.get("drifted")),
-                drifted_columns=list(drift.get("drifted_columns", [])),
-                decision=result["decision"],
-                details={"reasons": result["reasons"]},
-            )
-        )
+        store.record_run(run_record(result, started))
         return [r.model_dump(mode="json") for r in store.runs(20)]
     except HssError as exc:
         result["reasons"].append(f"could not record the run in the sample store: {exc}")
-        if result["decision"] != "error":
-            result["decision"] = "error"
+        result["decision"] = "error"
         return []
 
 

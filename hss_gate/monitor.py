@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -94,3 +95,41 @@ def monitor_verdict(
                 f"(observed {check['observed']})"
             )
     return ("unhealthy" if reasons else "healthy"), reasons
+
+
+def sample_rows(
+    scored: Sequence[Mapping[str, Any]], samples: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """One report row per scored sample: HSS, unsupported mentions, the summary served."""
+    served = {s.sample_id: s.summary for s in samples}
+    return [
+        {
+            "doc_id": row["doc_id"],
+            "category": row["category"],
+            "hss": row["hss"],
+            "live_unsupported": row["live_unsupported"],
+            "live_summary": served[row["doc_id"]],
+        }
+        for row in scored
+    ]
+
+
+def run_record(result: Mapping[str, Any], started: dt.datetime) -> Any:
+    """The store's record of one monitor run (the severity trend)."""
+    from hss_gate.samples import MonitorRun
+
+    rise = result.get("severity") or {}
+    drift = result.get("drift") or {}
+    return MonitorRun(
+        run_id=result["run_id"],
+        started_at=started,
+        model=result["model"],
+        n_samples=result["n_samples"],
+        mean_hss=rise.get("live_mean"),
+        ci_low=rise.get("ci_low"),
+        ci_high=rise.get("ci_high"),
+        drift=bool(drift.get("drifted")),
+        drifted_columns=list(drift.get("drifted_columns", [])),
+        decision=result["decision"],
+        details={"reasons": list(result["reasons"])},
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -65,6 +66,19 @@ def compute_normalization(
         },
         global_constant={v: percentile_constant(every[v], quantile) for v in VARIANTS},
         counts={c: len(d["aware"]) for c, d in sorted(by_cat.items())},
+    )
+
+
+def normalization_from_run(
+    rows: Iterable[tuple[str, float, float]], meta: dict, quantile: float
+) -> Normalization:
+    """M_c from a reference run's (category, aware, raw) distances and its summary.json meta."""
+    return compute_normalization(
+        rows,
+        quantile=quantile,
+        model=meta["fingerprint"],
+        settings_digest=hashlib.sha256(str(meta["settings"]).encode()).hexdigest()[:16],
+        created=meta["created"],
     )
 
 

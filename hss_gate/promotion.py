@@ -6,14 +6,18 @@ hss_gate.gate (decision), hss_gate.expectations (suites) and hss_gate.drift (Evi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from hss_gate import __version__
 from hss_gate.baseline import with_strength_distances
+from hss_gate.corpus import Document
 from hss_gate.gate import Decision, compare, decide
+from hss_gate.monitor import severity_rise
 from hss_gate.pipeline import ScoreResult
 from hss_gate.settings import HssSettings
 
@@ -25,6 +29,11 @@ def score_frame(result: ScoreResult, variant: str = "aware") -> pd.DataFrame:
     return with_strength_distances(
         pd.DataFrame(result.documents), pd.DataFrame(result.perturbations), variant
     )
+
+
+def live_frame(scores: pd.DataFrame, live: list[dict[str, Any]]) -> pd.DataFrame:
+    """Scored samples joined with the signals of the summaries production served."""
+    return scores.merge(pd.DataFrame(live), on="doc_id", how="left", validate="one_to_one")
 
 
 def compare_runs(
@@ -54,24 +63,59 @@ def gate_tables(candidate: ScoreResult, comparison: Mapping[str, Any]) -> dict[s
 def run_gate_checks(
     tables: Mapping[str, pd.DataFrame],
     settings: HssSettings,
-    *,
-    n_documents: int,
-    n_perturbations: int,
-    categories: list[str],
+    docs: Sequence[Document],
     docs_dir: Path | None,
 ) -> list[dict[str, Any]]:
     """Great Expectations suites from the params.yaml thresholds; Data Docs into docs_dir."""
     from hss_gate.expectations import gate_expectations, run_suites
 
-    present = [c for c in OPTIONAL_COLUMNS if c in tables["documents"]]
     specs = gate_expectations(
         settings.gate,
-        categories=categories,
-        n_documents=n_documents,
-        n_perturbations=n_perturbations,
-        optional_columns=present,
+        categories=sorted({d.category for d in docs}),
+        n_documents=len(docs),
+        n_perturbations=len(docs) * len(settings.perturb.strengths) * settings.perturb.k,
+        optional_columns=[c for c in OPTIONAL_COLUMNS if c in tables["documents"]],
     )
     return [r.to_dict() for r in run_suites(tables, specs, docs_dir=docs_dir)]
+
+
+def run_monitor_checks(
+    current: pd.DataFrame, settings: HssSettings, docs_dir: Path | None
+) -> list[dict[str, Any]]:
+    """The absolute severity and data-quality checks on the scored live samples."""
+    from hss_gate.expectations import monitor_expectations, run_suites
+
+    table = current.assign(base_truncated=current["base_truncated"].astype(float))
+    specs = monitor_expectations(
+        settings.gate,
+        n_documents=len(current),
+        optional_columns=[c for c in OPTIONAL_COLUMNS if c in current],
+    )
+    return [r.to_dict() for r in run_suites({"documents": table}, specs, docs_dir=docs_dir)]
+
+
+def monitor_severity(
+    current: pd.DataFrame, reference: pd.DataFrame, settings: HssSettings
+) -> dict[str, Any]:
+    """Live mean HSS against the production reference, with the configured bootstrap."""
+    return severity_rise(
+        current["hss"].tolist(),
+        reference["hss"].tolist(),
+        margin=settings.monitor.margin,
+        resamples=settings.score.bootstrap_resamples,
+        confidence=settings.score.confidence,
+        seed=settings.perturb.seed,
+    )
+
+
+def decision_context(candidate: str, production: str | None) -> dict[str, str]:
+    """Who was compared, when, by which hss-gate version (a Decision's context fields)."""
+    return {
+        "candidate": candidate,
+        "production": production or "",
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "hss_gate_version": __version__,
+    }
 
 
 def score_drift(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from hss_gate.errors import InputError
 from hss_gate.normalization import write_json_atomic
 from hss_gate.pipeline import ScoreResult
 
@@ -22,6 +23,28 @@ def write_csv_atomic(path: Path, rows: list[dict[str, Any]] | pd.DataFrame) -> N
     ) as handle:
         frame.to_csv(handle, index=False, float_format="%.6f")
     os.replace(handle.name, path)
+
+
+def read_score_table(path: str | Path) -> pd.DataFrame:
+    """A CSV score table (missing or unreadable: InputError naming the file)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: missing; run `hss baseline` (or `dvc repro`) first")
+    try:
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise InputError(f"{path}: not a readable score table ({exc})") from exc
+
+
+def read_json(path: str | Path) -> Any:
+    """A JSON file (missing or invalid: InputError naming the file)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: missing; run `hss baseline` (or `dvc repro`) first")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"{path}: invalid JSON ({exc})") from exc
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -6,9 +6,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# distances this small are float noise (re-embedding the same text), not movement
+ZERO_DISTANCE = 1e-6
+
 
 def severity(distances: Sequence[float], constant: float) -> float:
-    """HSS = mean_k min(D_k / M_c, 1); with M_c == 0 a zero distance scores 0, any other 1."""
+    """HSS = mean_k min(D_k / M_c, 1). With M_c ~ 0 (a reference model that never moves) a
+    distance ~ 0 scores 0 and any other 1; 'about zero' is at most ZERO_DISTANCE."""
     d = np.asarray(distances, dtype=np.float64)
     if d.size == 0:
         raise ValueError("severity needs at least one distance")
@@ -16,8 +20,8 @@ def severity(distances: Sequence[float], constant: float) -> float:
         raise ValueError("distances must be finite and non-negative")
     if constant < 0 or not np.isfinite(constant):
         raise ValueError("the normalization constant must be finite and non-negative")
-    if constant == 0:
-        return float(np.mean(d > 0))
+    if constant <= ZERO_DISTANCE:
+        return float(np.mean(d > ZERO_DISTANCE))
     return float(np.mean(np.minimum(d / constant, 1.0)))
 
 

@@ -17,6 +17,8 @@ def test_severity_clips_at_one():
 def test_zero_constant_scores_zero_distances_zero_and_others_one():
     assert severity([0.0, 0.0], 0.0) == 0.0
     assert severity([0.0, 0.3], 0.0) == 0.5
+    # float noise from re-embedding the same text is not movement
+    assert severity([3e-8, 0.3], 4e-7) == 0.5
 
 
 @pytest.mark.parametrize("bad", [[-0.1], [float("nan")], []])

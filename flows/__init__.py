@@ -1,0 +1,1 @@
+"""Prefect flows (baseline, gate, monitor): thin wrappers around hss_gate, no arithmetic."""
