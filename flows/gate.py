@@ -27,6 +27,7 @@ from flows.scoring import (
     load_corpus_task,
     load_normalization_task,
     load_settings_task,
+    markdown_artifact_task,
     process_toolkit,
     score_drift_task,
     score_frame_task,
@@ -103,20 +104,6 @@ def write_decision_task(out_dir: str, decision: Decision, examples: list[dict[st
     return str(Path(out_dir) / "decision.json")
 
 
-@io_task
-def decision_artifact_task(decision: Decision) -> None:
-    """The decision as a Markdown artifact in the Prefect UI."""
-    from prefect.artifacts import create_markdown_artifact
-
-    from hss_gate.decision_report import decision_markdown
-
-    create_markdown_artifact(
-        markdown=decision_markdown(decision),
-        key="hss-gate-decision",
-        description=f"hss-gate: {decision.decision}",
-    )
-
-
 @flow(name="gate", log_prints=True)
 def gate_flow(
     candidate: str,
@@ -137,6 +124,7 @@ def gate_flow(
     (default gate.out). `overrides` are extra settings as `section__key`; `workers` > 1 or
     `dask_address` fans the scoring out over Dask.
     """
+    from hss_gate.decision_report import decision_markdown
     from hss_gate.errors import InputError
     from hss_gate.gate import error_decision
     from hss_gate.promotion import decision_context
@@ -191,7 +179,9 @@ def gate_flow(
         decision = error_decision(error_message(exc), **decision_context(candidate, production))
     write_decision_task(out_dir, decision, examples)
     try:
-        decision_artifact_task(decision)
+        markdown_artifact_task(
+            decision_markdown(decision), "hss-gate-decision", f"hss-gate: {decision.decision}"
+        )
     except Exception as exc:  # the decision files are the contract; the artifact is a courtesy
         logger.warning("could not create the decision artifact: %s", exc)
     logger.info(

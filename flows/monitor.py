@@ -30,6 +30,7 @@ from flows.scoring import (
     io_task,
     load_normalization_task,
     load_settings_task,
+    markdown_artifact_task,
     process_toolkit,
     read_table_task,
     score_drift_task,
@@ -141,20 +142,6 @@ def write_monitor_reports_task(out_dir: str, result: dict[str, Any]) -> str:
     return out_dir
 
 
-@io_task
-def monitor_artifact_task(result: dict[str, Any]) -> None:
-    """The monitor run as a Markdown artifact in the Prefect UI."""
-    from prefect.artifacts import create_markdown_artifact
-
-    from hss_gate.decision_report import monitor_markdown
-
-    create_markdown_artifact(
-        markdown=monitor_markdown(result),
-        key="hss-monitor",
-        description=f"hss-gate monitor: {result['decision']}",
-    )
-
-
 @flow(name="monitor", log_prints=True)
 def monitor_flow(
     samples: str | None = None,
@@ -174,6 +161,7 @@ def monitor_flow(
     Returns the result written to monitor.json: decision "healthy", "unhealthy" or "error",
     reasons, severity, drift, checks, samples and the trend of recent runs.
     """
+    from hss_gate.decision_report import monitor_markdown
     from hss_gate.errors import InputError
 
     logger = get_run_logger()
@@ -242,7 +230,9 @@ def monitor_flow(
     write_json_task(str(Path(out_dir) / "monitor.json"), result)
     write_monitor_reports_task(out_dir, result)
     try:
-        monitor_artifact_task(result)
+        markdown_artifact_task(
+            monitor_markdown(result), "hss-monitor", f"hss-gate monitor: {result['decision']}"
+        )
     except Exception as exc:  # the report files are the contract; the artifact is a courtesy
         logger.warning("could not create the monitor artifact: %s", exc)
     logger.info(

@@ -236,6 +236,14 @@ def score_subflow(
 
 
 @io_task
+def markdown_artifact_task(markdown: str, key: str, description: str) -> None:
+    """A Markdown artifact in the Prefect UI (the decision or the monitor verdict)."""
+    from prefect.artifacts import create_markdown_artifact
+
+    create_markdown_artifact(markdown=markdown, key=key, description=description)
+
+
+@io_task
 def read_table_task(path: str) -> Any:
     """A CSV score table as a DataFrame (missing or unreadable: InputError)."""
     from hss_gate.report import read_score_table
