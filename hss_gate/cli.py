@@ -421,7 +421,7 @@ def samples_runs(
 
     store = SampleStore(samples or _settings(params).monitor.samples_url)
     table = Table()
-    for col in ("started", "model", "samples", "mean HSS", "95% CI", "drift", "decision"):
+    for col in ("started", "model", "samples", "mean HSS", "CI", "drift", "decision"):
         table.add_column(col)
     for run in store.runs(limit):
         ci = "" if run.ci_low is None else f"{run.ci_low:.3f}-{run.ci_high:.3f}"

@@ -9,7 +9,7 @@ from typing import Any
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError
 from hss_gate.sentences import ends_mid_sentence
-from hss_gate.severity import difference_bootstrap_ci
+from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
 
 EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2}
@@ -57,8 +57,11 @@ def severity_rise(
     diff, low, high = difference_bootstrap_ci(
         live, reference, resamples=resamples, level=confidence, seed=seed
     )
+    live_low, live_high = bootstrap_ci(live, resamples=resamples, level=confidence, seed=seed)
     return {
         "live_mean": float(sum(live) / len(live)),
+        "live_ci_low": live_low,
+        "live_ci_high": live_high,
         "reference_mean": float(sum(reference) / len(reference)),
         "difference": diff,
         "ci_low": low,
@@ -126,8 +129,8 @@ def run_record(result: Mapping[str, Any], started: dt.datetime) -> Any:
         model=result["model"],
         n_samples=result["n_samples"],
         mean_hss=rise.get("live_mean"),
-        ci_low=rise.get("ci_low"),
-        ci_high=rise.get("ci_high"),
+        ci_low=rise.get("live_ci_low"),
+        ci_high=rise.get("live_ci_high"),
         drift=bool(drift.get("drifted")),
         drifted_columns=list(drift.get("drifted_columns", [])),
         decision=result["decision"],

@@ -153,7 +153,9 @@ def test_monitor_verdict():
     assert rise["rise"] and rise["difference"] == pytest.approx(0.35)
     verdict, reasons = monitor_verdict(rise, None, [])
     assert verdict == "unhealthy" and "severity rise" in reasons[0]
+    assert rise["live_ci_low"] == rise["live_ci_high"] == pytest.approx(0.9)
     flat = severity_rise([0.5, 0.6] * 5, [0.5, 0.6] * 10, margin=0.05)
+    assert flat["live_ci_low"] < flat["live_mean"] < flat["live_ci_high"]
     assert monitor_verdict(flat, {"drifted": False}, [])[0] == "healthy"
     drift = {"drifted": True, "drifted_columns": ["hss"]}
     assert monitor_verdict(flat, drift, [])[0] == "unhealthy"
