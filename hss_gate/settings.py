@@ -156,6 +156,35 @@ class MonitorSettings(BaseModel):
     )
 
 
+class ExperimentSettings(BaseModel):
+    """The paper's analysis (`hss experiment`); fixed before a run, stated in its report."""
+
+    out: str = "outputs/experiment"
+    models: list[str] = Field(
+        default_factory=lambda: [
+            "gguf:qwen2.5-coder-0.5b-instruct",
+            "gguf:smollm2-135m-instruct",
+            "gguf:gemma3-270m",
+            "extractive:lead-3",
+        ]
+    )
+    external: str = Field(
+        "../shared/data/external/qags_mturk_cnndm.jsonl",
+        description="extra documents (JSONL with 'text' or 'article'); skipped when absent",
+    )
+    external_documents: int = Field(6, ge=0, description="how many external documents to add")
+    external_category: str = "news"
+    handcheck: str = Field(
+        "docs/evidence/handcheck_errors.csv", description="hand-counted errors: doc_id,model,errors"
+    )
+    attribution_documents: int = Field(8, ge=0, description="SHAP/LIME on the first N documents")
+    shap_max_evals: int = Field(64, ge=8, description="model evaluations per SHAP explanation")
+    lime_samples: int = Field(64, ge=8, description="model evaluations per LIME explanation")
+    ablation_model: str = "gguf:smollm2-135m-instruct"
+    ablation_documents: int = Field(12, ge=0, description="documents re-scored per ablation")
+    localization_documents: int = Field(3, ge=0, description="documents shown highlighted")
+
+
 class RunSettings(BaseModel):
     """Where things are read and written."""
 
@@ -177,6 +206,7 @@ class HssSettings(BaseSettings):
     score: ScoreSettings = Field(default_factory=ScoreSettings)
     gate: GateSettings = Field(default_factory=GateSettings)
     monitor: MonitorSettings = Field(default_factory=MonitorSettings)
+    experiment: ExperimentSettings = Field(default_factory=ExperimentSettings)
 
     @classmethod
     def settings_customise_sources(

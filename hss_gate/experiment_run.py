@@ -1,0 +1,188 @@
+"""Run the paper's analysis: score every model, add comparators, ablate, build the tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hss_gate.corpus import Document
+from hss_gate.distance import transport_shares
+from hss_gate.errors import InputError
+from hss_gate.experiment import (
+    correlation_table,
+    extractiveness_table,
+    group_table,
+    handcheck_table,
+    model_table,
+    strength_table,
+)
+from hss_gate.experiment_report import paper_table
+from hss_gate.normalization import Normalization
+from hss_gate.pipeline import Progress, no_progress
+from hss_gate.sentences import split_sentences
+from hss_gate.settings import HssSettings
+
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "full method": {},
+    "no NER protection": {"protect_entities": False},
+    "no semantic filter": {"semantic_filter": False},
+    "no stop-word protection": {"protect_stopwords": False},
+}
+
+# (documents, base summaries by doc_id) -> DataFrame with doc_id and comparator columns
+Comparators = Callable[[Sequence[Document], dict[str, str]], pd.DataFrame]
+
+
+@dataclass
+class ExperimentResult:
+    """Everything the report needs."""
+
+    tables: dict[str, pd.DataFrame]
+    documents: pd.DataFrame
+    perturbations: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    localization: list[dict[str, Any]] = field(default_factory=list)
+
+
+def external_documents(path: str | Path, n: int, category: str) -> list[Document]:
+    """The first n documents of a JSONL file whose records have 'text' or 'article'."""
+    path = Path(path)
+    if n == 0 or not path.exists():
+        return []
+    docs = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if len(docs) == n:
+            break
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
+        text = record.get("text") or record.get("article") or ""
+        if text.strip():
+            doc_id = str(record.get("doc_id") or f"{path.stem}-{number:04d}")
+            docs.append(Document(doc_id=doc_id, category=category, tier="external", text=text))
+    return docs
+
+
+def _tag(rows: list[dict[str, Any]], **extra: Any) -> pd.DataFrame:
+    return pd.DataFrame([r | extra for r in rows])
+
+
+def score_models(
+    models: Sequence[str],
+    docs: Sequence[Document],
+    settings: HssSettings,
+    normalization: Normalization,
+    score: Callable[..., Any],
+    progress: Progress = no_progress,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Documents and perturbations tables of every model (model column), and the raw results."""
+    documents, perturbations, results = [], [], {}
+    for uri in models:
+        result, _ = score(uri, docs, settings, normalization, progress=progress)
+        documents.append(_tag(result.documents, model=uri))
+        perturbations.append(_tag(result.perturbations, model=uri))
+        results[uri] = result
+    return (
+        pd.concat(documents, ignore_index=True),
+        pd.concat(perturbations, ignore_index=True),
+        results,
+    )
+
+
+def ablation_table(
+    model: str,
+    docs: Sequence[Document],
+    settings: HssSettings,
+    normalization: Normalization,
+    score: Callable[..., Any],
+    progress: Progress = no_progress,
+) -> pd.DataFrame:
+    """HSS of one model with each protection switched off, and with no normalization."""
+    from hss_gate.experiment import _spearman
+
+    rows = []
+    for name, change in ABLATIONS.items():
+        variant = settings.model_copy(deep=True)
+        variant.perturb = variant.perturb.model_copy(update=change)
+        result, _ = score(model, docs, variant, normalization, progress=progress)
+        frame = pd.DataFrame(result.documents)
+        rows.append(_ablation_row(name, frame, frame["hss"], _spearman))
+        if name == "full method":  # no normalization: the mean distance itself
+            rows.append(_ablation_row("no normalization", frame, frame["mean_distance"], _spearman))
+    return pd.DataFrame(rows)
+
+
+def _ablation_row(name: str, frame: pd.DataFrame, score: pd.Series, spearman) -> dict[str, Any]:
+    by_category = frame.assign(score=score).groupby("category")["score"].mean()
+    return {
+        "ablation": name,
+        "mean": float(score.mean()),
+        "sd_between_categories": float(by_category.std(ddof=0)),
+        "spearman_with_rewriting": spearman(score, frame["base_novel_ngram_share"]),
+        "spearman_with_unsupported": spearman(score, frame["base_unsupported_share"]),
+        "n": len(frame),
+    }
+
+
+def localization_items(
+    results: dict[str, Any], documents: pd.DataFrame, embed: Callable, n: int
+) -> list[dict[str, Any]]:
+    """For the n highest-HSS documents: each base-summary sentence's share of the transport
+    cost to the perturbed summaries (mean over perturbations)."""
+    items = []
+    top = documents.sort_values("hss", ascending=False).head(n)
+    for row in top.itertuples(index=False):
+        summaries = [s for s in results[row.model].summaries if s["doc_id"] == row.doc_id]
+        base = next(s["summary"] for s in summaries if s["strength"] == "base")
+        sentences = split_sentences(base) or [base]
+        base_vectors = np.asarray(embed(sentences))
+        shares = np.zeros(len(sentences))
+        others = [s["restored"] for s in summaries if s["strength"] != "base"]
+        for other in others:
+            vectors = np.asarray(embed(split_sentences(other) or [other]))
+            shares += transport_shares(vectors, base_vectors)  # per base sentence
+        items.append(
+            {
+                "doc_id": row.doc_id,
+                "model": row.model,
+                "hss": float(row.hss),
+                "sentences": sentences,
+                "sentence_shares": list(shares / max(len(others), 1)),
+            }
+        )
+    return items
+
+
+def analysis_tables(
+    documents: pd.DataFrame,
+    perturbations: pd.DataFrame,
+    normalization: Normalization,
+    errors: pd.DataFrame | None,
+    model_names: dict[str, str],
+    settings: HssSettings,
+) -> dict[str, pd.DataFrame]:
+    """Every table of the report except the ablations."""
+    seed, resamples = settings.perturb.seed, settings.score.bootstrap_resamples
+    correlations = correlation_table(documents, resamples=resamples, seed=seed)
+    strengths = strength_table(perturbations, normalization)
+    domains = group_table(documents, ["model", "category"], resamples=resamples, seed=seed)
+    tables = {
+        "correlations": correlations,
+        "models": model_table(documents, resamples=resamples, seed=seed),
+        "strength": strengths,
+        "domains": domains,
+        "extractiveness": extractiveness_table(documents),
+    }
+    if errors is not None:
+        tables["handcheck"] = handcheck_table(documents, errors, model_names)
+    tables["paper_vs_ours"] = paper_table(correlations, strengths, domains)
+    return tables
