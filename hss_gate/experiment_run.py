@@ -35,8 +35,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no stop-word protection": {"protect_stopwords": False},
 }
 
-# (documents, base summaries by doc_id) -> DataFrame with doc_id and comparator columns
-Comparators = Callable[[Sequence[Document], dict[str, str]], pd.DataFrame]
+# (model URI, documents, base summaries by doc_id) -> DataFrame: doc_id + comparator columns
+Comparators = Callable[[str, Sequence[Document], dict[str, str]], pd.DataFrame]
 
 
 @dataclass
@@ -186,3 +186,60 @@ def analysis_tables(
         tables["handcheck"] = handcheck_table(documents, errors, model_names)
     tables["paper_vs_ours"] = paper_table(correlations, strengths, domains)
     return tables
+
+
+def run_experiment(
+    docs: Sequence[Document],
+    settings: HssSettings,
+    normalization: Normalization,
+    *,
+    score: Callable[..., Any],
+    embed: Callable[[list[str]], Any],
+    comparators: Comparators | None = None,
+    attribution: Comparators | None = None,
+    errors: pd.DataFrame | None = None,
+    model_names: dict[str, str] | None = None,
+    progress: Progress = no_progress,
+) -> ExperimentResult:
+    """The whole analysis. `score(uri, docs, settings, normalization, progress=)` scores a model
+    (hss_gate.runner.score_model); comparators/attribution add per-document columns from the
+    base summaries (for the first experiment.attribution_documents documents for attribution)."""
+    exp = settings.experiment
+    documents, perturbations, results = score_models(
+        exp.models, docs, settings, normalization, score, progress
+    )
+    notes = [
+        f"{len(docs)} documents x {len(exp.models)} summarizers: {', '.join(exp.models)}",
+        f"{settings.perturb.k} perturbation(s) per strength band; HSS normalized by the "
+        f"production constants ({normalization.model}).",
+    ]
+    extra = []
+    for uri, result in results.items():
+        base = {s["doc_id"]: s["summary"] for s in result.summaries if s["strength"] == "base"}
+        parts = []
+        if comparators is not None:
+            parts.append(comparators(uri, docs, base))
+        if attribution is not None and exp.attribution_documents:
+            parts.append(attribution(uri, docs[: exp.attribution_documents], base))
+        for part in parts:
+            extra.append(part.assign(model=uri))
+    if extra:
+        merged = pd.concat(extra, ignore_index=True).groupby(["model", "doc_id"]).first()
+        documents = documents.merge(merged.reset_index(), on=["model", "doc_id"], how="left")
+    tables = analysis_tables(
+        documents, perturbations, normalization, errors, model_names or {}, settings
+    )
+    if exp.ablation_documents:
+        tables["ablations"] = ablation_table(
+            exp.ablation_model,
+            docs[: exp.ablation_documents],
+            settings,
+            normalization,
+            score,
+            progress,
+        )
+        notes.append(
+            f"ablations: {exp.ablation_model} on the first {exp.ablation_documents} documents"
+        )
+    localization = localization_items(results, documents, embed, exp.localization_documents)
+    return ExperimentResult(tables, documents, perturbations, notes, localization)

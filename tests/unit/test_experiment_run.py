@@ -1,0 +1,164 @@
+"""The whole experiment on fake models: every table, the ablations, the report files."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from hss_gate.cache import Cache
+from hss_gate.corpus import Document
+from hss_gate.embedding import HashingEmbedder
+from hss_gate.experiment_report import localization_section, write_report
+from hss_gate.experiment_run import external_documents, run_experiment
+from hss_gate.normalization import compute_normalization
+from hss_gate.pipeline import Toolkit, score_documents
+from hss_gate.settings import ExperimentSettings, HssSettings, PerturbSettings
+from hss_gate.summarizers import load_summarizer
+from tests.conftest import FakeTagger
+from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
+
+pytestmark = pytest.mark.unit
+
+DOCS = [
+    Document(doc_id=f"d{i}", category=cat, text=TEXT.replace("council", word))
+    for i, (cat, word) in enumerate(
+        [("news", "council"), ("legal", "court"), ("news", "board"), ("legal", "panel")]
+    )
+]
+
+
+@pytest.fixture()
+def settings() -> HssSettings:
+    return HssSettings(
+        perturb=PerturbSettings(
+            tau=0.7, gamma=0.0, k=1, strengths={"low": (0.05, 0.1), "high": (0.1, 0.3)}
+        ),
+        experiment=ExperimentSettings(
+            models=["fake:lead", "fake:unstable"],
+            ablation_model="fake:unstable",
+            ablation_documents=3,
+            attribution_documents=2,
+            localization_documents=2,
+        ),
+    )
+
+
+def test_run_experiment_on_fakes(settings, tmp_path):
+    tools = Toolkit(
+        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+    )
+    cache = Cache(tmp_path / "cache")
+
+    def score(uri, docs, run_settings, normalization, progress=None):
+        summarizer = load_summarizer(uri, run_settings)
+        return score_documents(docs, summarizer, run_settings, tools, cache, normalization), {}
+
+    norm = compute_normalization(
+        [("news", 0.5, 0.6), ("legal", 0.4, 0.5)],
+        quantile=0.95,
+        model="ref",
+        settings_digest="s",
+        created="now",
+    )
+
+    def comparators(uri, docs, base):
+        return pd.DataFrame(
+            {
+                "doc_id": [d.doc_id for d in docs],
+                "summac_zs": [len(base[d.doc_id]) / 1000 for d in docs],
+            }
+        )
+
+    def attribution(uri, docs, base):
+        return pd.DataFrame({"doc_id": [d.doc_id for d in docs], "shap_instability": 0.5})
+
+    errors = pd.DataFrame({"doc_id": ["d0", "d1", "d2"], "model": ["u"] * 3, "errors": [1, 3, 2]})
+    result = run_experiment(
+        DOCS,
+        settings,
+        norm,
+        score=score,
+        embed=tools.embedder.encode,
+        comparators=comparators,
+        attribution=attribution,
+        errors=errors,
+        model_names={"u": "fake:unstable"},
+    )
+    docs = result.documents
+    assert len(docs) == 8 and set(docs["model"]) == {"fake:lead", "fake:unstable"}
+    # the unstable fake is worse by construction
+    means = docs.groupby("model")["hss"].mean()
+    assert means["fake:unstable"] > means["fake:lead"]
+    assert docs["summac_zs"].notna().all()
+    assert docs["shap_instability"].notna().sum() == 4  # first 2 documents x 2 models
+    tables = result.tables
+    assert {
+        "correlations",
+        "models",
+        "strength",
+        "domains",
+        "extractiveness",
+        "handcheck",
+        "paper_vs_ours",
+        "ablations",
+    } <= set(tables)
+    assert list(tables["ablations"]["ablation"]) == [
+        "full method",
+        "no normalization",
+        "no NER protection",
+        "no semantic filter",
+        "no stop-word protection",
+    ]
+    assert "summac_zs" in set(tables["correlations"]["column"])
+    assert len(result.localization) == 2
+    for item in result.localization:
+        assert len(item["sentences"]) == len(item["sentence_shares"])
+        assert (
+            sum(item["sentence_shares"]) == pytest.approx(1.0) or sum(item["sentence_shares"]) == 0
+        )
+
+    out = tmp_path / "report"
+    write_report(
+        out,
+        tables,
+        settings.perturb.model_dump_json(indent=1),
+        result.notes,
+        localization_section(result.localization),
+        docs,
+        tables["strength"],
+    )
+    for name in (
+        "report.md",
+        "report.html",
+        "correlations.csv",
+        "ablations.csv",
+        "hss_by_strength.png",
+        "hss_vs_comparators.png",
+    ):
+        assert (out / name).stat().st_size > 0, name
+
+
+def test_localization_html_escapes_text():
+    html = localization_section(
+        [
+            {
+                "doc_id": "<b>",
+                "model": "m",
+                "hss": 0.5,
+                "sentences": ["<script>x</script>", "ok"],
+                "sentence_shares": [0.9, 0.1],
+                "source_words": ["<img", "src=x>"],
+                "word_changes": [1.0, 0.0],
+            }
+        ]
+    )
+    assert "<script>" not in html and "&lt;script&gt;" in html and "<img" not in html
+
+
+def test_external_documents(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"article": "One. Two."}\n\n{"text": "Three."}\n{"article": ""}\n')
+    docs = external_documents(path, 5, "news")
+    assert [d.text for d in docs] == ["One. Two.", "Three."]
+    assert all(d.category == "news" for d in docs)
+    assert external_documents(tmp_path / "missing.jsonl", 5, "news") == []
