@@ -560,6 +560,84 @@ def _record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> lis
         return []
 
 
+@app.command()
+@guarded
+def factuality(
+    pairs: Annotated[
+        Path | None, typer.Option(help="JSONL with id, document, summary (one pair a line)")
+    ] = None,
+    out: Annotated[str, typer.Option(help="output directory")] = "outputs/factuality",
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="factcc (default), sbert or hf:<NLI id|dir>")
+    ] = "factcc",
+    train: Annotated[
+        bool, typer.Option("--train", help="(re)train the FactCC-style weights first")
+    ] = False,
+    weights: Annotated[
+        Path, typer.Option(help="FactCC-style weights directory (kept out of git)")
+    ] = Path(".hss/factcc"),
+    corpus: Annotated[
+        str | None, typer.Option(help="training documents (default: run.corpus)")
+    ] = None,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Factual consistency of summaries with their documents: DIR/factuality.csv with
+    consistency in [0, 1] (higher = more consistent) and every comparator's column."""
+    from hss_gate.cache import Cache
+    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.nli import (
+        COLUMNS,
+        DEFAULT_MODEL,
+        FactualityScorer,
+        cached_encoder,
+        load_consistency_model,
+        load_factcc_weights,
+        read_pairs,
+        save_factcc_weights,
+        tag_documents,
+        train_factcc,
+        weights_path,
+        write_rows_csv,
+    )
+
+    if pairs is None and not train:
+        raise InputError("give --pairs FILE (or --train to only train the weights)")
+    records = read_pairs(pairs) if pairs is not None else []
+    settings = _settings(params)
+    encode = cached_encoder(SbertEmbedder(settings.score.embedder), Cache(settings.run.cache_dir))
+    nli = None if model == DEFAULT_MODEL else load_consistency_model(model, encode)
+    if train or not weights_path(weights).exists():
+        from hss_gate.corpus import load_corpus
+        from hss_gate.language import SpacyTagger
+
+        source = corpus or settings.run.corpus
+        console.print(f"training the FactCC-style classifier on {source} ...", highlight=False)
+        texts = [d.text for d in load_corpus(source)]
+        tagged = tag_documents(SpacyTagger().nlp, texts)
+        trained = train_factcc(
+            tagged, encode, progress=lambda m: console.print(f"  {m}", highlight=False)
+        )
+        console.print(f"wrote {save_factcc_weights(weights, trained)}", highlight=False)
+    if not records:
+        return
+    scorer = FactualityScorer(load_factcc_weights(weights), encode, nli)
+    with _progress() as progress:
+        task = progress.add_task("factuality", total=len(records))
+        rows = scorer.score_many(
+            [(r.id, r.document, r.summary) for r in records],
+            advance=lambda n: progress.advance(task, n),
+        )
+    target = Path(out) / "factuality.csv"
+    write_rows_csv(target, rows, COLUMNS)
+    values = [r["consistency"] for r in rows if r["consistency"] == r["consistency"]]
+    low = sum(v < 0.5 for v in values)
+    console.print(
+        f"wrote {target} ({len(rows)} pairs; model {model}; mean consistency "
+        f"{sum(values) / max(len(values), 1):.3f}; {low} below 0.5)",
+        highlight=False,
+    )
+
+
 @models_app.command("list")
 @guarded
 def models_list() -> None:
