@@ -647,11 +647,12 @@ def models_list() -> None:
     table = Table()
     for col in ("name", "kind", "installed", "packages", "description"):
         table.add_column(col)
-    for m in model_store.EMBEDDED.values():
+    for m in model_store.all_models():
+        installed = "yes" if model_store.is_installed(m) else "no"
         table.add_row(
             m.name,
             m.kind,
-            "yes" if model_store.is_installed(m) else "no",
+            installed + (" (opt-in: install by name)" if m.optional else ""),
             ", ".join(f"{w.name}=={w.version}" for w in m.wheels[:2])
             + (" ..." if len(m.wheels) > 2 else ""),
             m.description,
