@@ -63,7 +63,9 @@ def _progress_factory(progress: Progress):
     tasks: dict[str, Any] = {}
 
     def start(name: str, total: int, done: int):
-        if name not in tasks:
+        if name in tasks:  # a new model or stage reuses its bar
+            progress.reset(tasks[name], total=total, completed=done)
+        else:
             tasks[name] = progress.add_task(name, total=total, completed=done)
         task = tasks[name]
         return lambda n: progress.advance(task, n)
@@ -560,6 +562,20 @@ def _record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> lis
         return []
 
 
+def _train_factcc(weights: Path, corpus: str, encode: Any) -> None:
+    """Train the FactCC-style classifier on a corpus's own sentences (weak supervision)."""
+    from hss_gate.corpus import load_corpus
+    from hss_gate.language import SpacyTagger
+    from hss_gate.nli import save_factcc_weights, tag_documents, train_factcc
+
+    console.print(f"training the FactCC-style classifier on {corpus} ...", highlight=False)
+    tagged = tag_documents(SpacyTagger().nlp, [d.text for d in load_corpus(corpus)])
+    trained = train_factcc(
+        tagged, encode, progress=lambda m: console.print(f"  {m}", highlight=False)
+    )
+    console.print(f"wrote {save_factcc_weights(weights, trained)}", highlight=False)
+
+
 @app.command()
 @guarded
 def factuality(
@@ -593,9 +609,6 @@ def factuality(
         load_consistency_model,
         load_factcc_weights,
         read_pairs,
-        save_factcc_weights,
-        tag_documents,
-        train_factcc,
         weights_path,
         write_rows_csv,
     )
@@ -607,17 +620,7 @@ def factuality(
     encode = cached_encoder(SbertEmbedder(settings.score.embedder), Cache(settings.run.cache_dir))
     nli = None if model == DEFAULT_MODEL else load_consistency_model(model, encode)
     if train or not weights_path(weights).exists():
-        from hss_gate.corpus import load_corpus
-        from hss_gate.language import SpacyTagger
-
-        source = corpus or settings.run.corpus
-        console.print(f"training the FactCC-style classifier on {source} ...", highlight=False)
-        texts = [d.text for d in load_corpus(source)]
-        tagged = tag_documents(SpacyTagger().nlp, texts)
-        trained = train_factcc(
-            tagged, encode, progress=lambda m: console.print(f"  {m}", highlight=False)
-        )
-        console.print(f"wrote {save_factcc_weights(weights, trained)}", highlight=False)
+        _train_factcc(weights, corpus or settings.run.corpus, encode)
     if not records:
         return
     scorer = FactualityScorer(load_factcc_weights(weights), encode, nli)
@@ -636,6 +639,93 @@ def factuality(
         f"{sum(values) / max(len(values), 1):.3f}; {low} below 0.5)",
         highlight=False,
     )
+
+
+def _factuality_columns(settings: Any) -> Any:
+    """The comparators hook of the experiment: every factuality column for base summaries."""
+    import pandas as pd
+
+    from hss_gate.cache import Cache
+    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.nli import FactualityScorer, cached_encoder, load_factcc_weights, weights_path
+
+    weights = Path(".hss/factcc")
+    encode = cached_encoder(SbertEmbedder(settings.score.embedder), Cache(settings.run.cache_dir))
+    if not weights_path(weights).exists():
+        _train_factcc(weights, settings.run.corpus, encode)
+    scorer = FactualityScorer(load_factcc_weights(weights), encode)
+
+    def columns(uri: str, docs: Any, base: dict[str, str]) -> Any:
+        rows = scorer.score_many([(d.doc_id, d.text, base[d.doc_id]) for d in docs])
+        return pd.DataFrame(rows).rename(columns={"id": "doc_id"})
+
+    return columns
+
+
+@app.command()
+@guarded
+def experiment(
+    limit: Annotated[int | None, typer.Option(help="only the first N documents")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="perturbations per strength")] = None,
+    out: Annotated[str | None, typer.Option(help="default: experiment.out")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """The paper's analysis: correlations with bootstrap CIs, strength, domains, ablations,
+    models, hand-counted errors and extractiveness; DIR/report.md, report.html, CSVs, PNGs."""
+    import functools
+
+    import pandas as pd
+    import yaml
+
+    from hss_gate import model_store
+    from hss_gate.corpus import load_corpus
+    from hss_gate.experiment_report import localization_section, write_report
+    from hss_gate.experiment_run import external_documents, run_experiment
+    from hss_gate.normalization import load_normalization
+    from hss_gate.report import write_csv_atomic
+    from hss_gate.runner import score_model
+    from hss_gate.toolkit import real_toolkit
+
+    settings = _settings(params, k)
+    exp = settings.experiment
+    docs = load_corpus(settings.run.corpus) + external_documents(
+        exp.external, exp.external_documents, exp.external_category
+    )
+    if limit is not None:
+        if limit < 1:
+            raise InputError("--limit must be at least 1")
+        docs = docs[:limit]
+    norm = load_normalization(settings.score.normalization)
+    tools = real_toolkit(settings)
+    errors = pd.read_csv(exp.handcheck) if Path(exp.handcheck).exists() else None
+    names = {
+        alias: f"gguf:{m.name}" for m in model_store.all_models() for alias in (m.name, *m.aliases)
+    }
+    out_dir = Path(out or exp.out)
+    with _progress() as progress:
+        result = run_experiment(
+            docs,
+            settings,
+            norm,
+            score=functools.partial(score_model, tools=tools),
+            embed=tools.embedder.encode,
+            comparators=_factuality_columns(settings),
+            attribution=None,
+            errors=errors,
+            model_names=names,
+            progress=_progress_factory(progress),
+        )
+    stated = yaml.safe_dump(
+        {"perturb": settings.perturb.model_dump(mode="json"),
+         "experiment": exp.model_dump(mode="json")},
+        sort_keys=False,
+    )
+    write_report(
+        out_dir, result.tables, stated, result.notes,
+        localization_section(result.localization), result.documents, result.tables["strength"],
+    )
+    write_csv_atomic(out_dir / "documents.csv", result.documents)
+    console.print(f"wrote {out_dir}/report.md, report.html, CSVs and figures", highlight=False)
 
 
 @models_app.command("list")
