@@ -1,0 +1,445 @@
+"""Teacher-forced scorers: log p(summary | document) under the summarizer that wrote it.
+
+The attribution target (METHOD.md section 5): how likely the summarizer finds its own base
+summary given a (masked or perturbed) input document. Every backend builds the prompt exactly
+as its summarizer does (hss_gate.summarizers.base.chat_messages / HfSummarizer's prompt code)
+and sums the log-probabilities of the summary tokens; the end-of-sequence token is not counted.
+
+- hf: one batched forward pass per batch (seq2seq: labels = summary; causal: prompt + summary
+  tokens, left-padded with explicit position ids). Also exposes word-level attention.
+- gguf: llama.cpp (xllamacpp) has no prompt log-probabilities ("Only no echo is supported"),
+  so the summary is *forced* through generation with a token-level grammar and the raw
+  (pre-sampling) log-probability of each forced token is read from `n_probs`. The token path
+  is fixed once per summary: the path the model takes when the summary text is forced under
+  the first (unmasked) document it is scored with — for a greedy summary this is the model's
+  own generation path — and then reused for every masked or perturbed document.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+import numpy as np
+
+from hss_gate.errors import ModelError
+from hss_gate.settings import GenerateSettings, HssSettings
+from hss_gate.summarizers.base import chat_messages, truncate_words
+
+
+class LikelihoodScorer(Protocol):
+    """Scores one summary against many documents (teacher forcing)."""
+
+    fingerprint: str
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        """Sum of the summary tokens' log-probabilities given each document, shape (n,)."""
+        ...
+
+
+class OverlapScorer:
+    """Deterministic test double: an additive 'log-likelihood' with known attributions.
+
+    loglik = sum over the document's words of weight(word), where a word weighs `hit` if it
+    (lower-cased, punctuation stripped) occurs in the summary and `miss` otherwise. Being
+    additive, its exact Shapley value for each word is that word's weight.
+    """
+
+    def __init__(self, hit: float = 1.0, miss: float = -0.1) -> None:
+        self.hit = hit
+        self.miss = miss
+        self.fingerprint = f"overlap:{hit}:{miss}"
+        self.evaluations = 0
+
+    @staticmethod
+    def _norm(word: str) -> str:
+        return word.strip(".,;:!?\"'()[]").lower()
+
+    def word_weights(self, words: Sequence[str], summary: str) -> np.ndarray:
+        vocab = {self._norm(w) for w in summary.split()}
+        return np.array([self.hit if self._norm(w) in vocab else self.miss for w in words])
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        self.evaluations += len(documents)
+        return np.array(
+            [float(self.word_weights(d.split(), summary).sum()) for d in documents],
+            dtype=np.float64,
+        )
+
+
+def load_scorer(uri: str, settings: HssSettings) -> LikelihoodScorer:
+    """The teacher-forced scorer for a model URI (gguf:, hf:, fake:overlap)."""
+    scheme, _, target = uri.partition(":")
+    if scheme == "gguf" and target:
+        return GgufLikelihoodScorer(target, settings.generate, settings.run.models_dir)
+    if scheme == "hf" and target:
+        return HfLikelihoodScorer(target, settings.generate)
+    if scheme == "fake" and target == "overlap":
+        return OverlapScorer()
+    raise ModelError(
+        f"no teacher-forced likelihood for '{uri}': attribution needs a gguf: or hf: model "
+        "(extractive and openai: summarizers expose no token probabilities)"
+    )
+
+
+def scorer_for(summarizer: Any) -> LikelihoodScorer:
+    """A scorer sharing an already-built summarizer's model and prompt settings."""
+    from hss_gate.summarizers.gguf import GgufSummarizer
+    from hss_gate.summarizers.hf import HfSummarizer
+
+    if isinstance(summarizer, HfSummarizer):
+        return HfLikelihoodScorer.from_summarizer(summarizer)
+    if isinstance(summarizer, GgufSummarizer):
+        return GgufLikelihoodScorer.from_summarizer(summarizer)
+    raise ModelError(
+        f"summarizer '{summarizer.fingerprint}' exposes no token probabilities: "
+        "attribution needs a gguf: or hf: model"
+    )
+
+
+# --------------------------------------------------------------------------- hf
+
+
+def _word_of_token(starts: list[int], ends: list[int], begin: int, end: int) -> int:
+    """Index of the word a token's last character falls in, or -1."""
+    if end <= begin:
+        return -1
+    pos = end - 1
+    i = bisect.bisect_right(starts, pos) - 1
+    return i if i >= 0 and pos < ends[i] else -1
+
+
+class HfLikelihoodScorer:
+    """Teacher forcing on a transformers checkpoint, batched (settings.batch_size)."""
+
+    def __init__(self, source: str, settings: GenerateSettings, summarizer: Any = None) -> None:
+        if summarizer is None:
+            from hss_gate.summarizers.hf import HfSummarizer
+
+            summarizer = HfSummarizer(source, settings)
+        self._summarizer = summarizer
+        self.settings = summarizer.settings
+        self.fingerprint = f"{summarizer.fingerprint}:loglik"
+        self.evaluations = 0
+
+    @classmethod
+    def from_summarizer(cls, summarizer: Any) -> HfLikelihoodScorer:
+        return cls(summarizer.source, summarizer.settings, summarizer)
+
+    @property
+    def is_seq2seq(self) -> bool:
+        self._summarizer._load()
+        return bool(self._summarizer.is_seq2seq)
+
+    def _parts(self) -> tuple[Any, Any]:
+        self._summarizer._load()
+        return self._summarizer._model, self._summarizer._tokenizer
+
+    def _summary_ids(self, summary: str) -> list[int]:
+        _, tok = self._parts()
+        if self._summarizer.is_seq2seq:
+            return list(tok(text_target=summary)["input_ids"])
+        return list(tok(summary, add_special_tokens=False)["input_ids"])
+
+    def _prompt_ids(self, documents: Sequence[str]) -> list[list[int]]:
+        """Token ids of each prompt, built and cut exactly as HfSummarizer.summarize does."""
+        _, tok = self._parts()
+        summ = self._summarizer
+        budget = summ._budget()
+        prompts = summ._prompts(list(documents), budget)
+        enc = tok(
+            prompts,
+            truncation=True,
+            max_length=budget,
+            add_special_tokens=not summ._chat(),
+        )
+        return [list(ids) for ids in enc["input_ids"]]
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        import torch
+
+        model, tok = self._parts()
+        out = np.zeros(len(documents), dtype=np.float64)
+        target = self._summary_ids(summary)
+        special = set(tok.all_special_ids)
+        counted = np.array([t not in special for t in target], dtype=bool)
+        if not documents or not counted.any():
+            return out
+        size = self.settings.batch_size
+        for start in range(0, len(documents), size):
+            batch = list(documents[start : start + size])
+            prompts = self._prompt_ids(batch)
+            with torch.no_grad():
+                if self._summarizer.is_seq2seq:
+                    logp = self._seq2seq_logprobs(model, prompts, target)
+                else:
+                    logp = self._causal_logprobs(model, prompts, target)
+            out[start : start + len(batch)] = logp[:, counted].sum(axis=1)
+            self.evaluations += len(batch)
+        return out
+
+    def _pad_id(self) -> int:
+        _, tok = self._parts()
+        return int(tok.pad_token_id if tok.pad_token_id is not None else 0)
+
+    def _seq2seq_logprobs(self, model: Any, prompts: list[list[int]], target: list[int]) -> Any:
+        import torch
+
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self._pad_id(), dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, p in enumerate(prompts):
+            ids[row, : len(p)] = torch.tensor(p)
+            mask[row, : len(p)] = 1
+        labels = torch.tensor([target] * len(prompts), dtype=torch.long)
+        logits = model(input_ids=ids, attention_mask=mask, labels=labels).logits
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        return logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1).numpy().astype(np.float64)
+
+    def _causal_inputs(self, prompts: list[list[int]], target: list[int]) -> dict[str, Any]:
+        """Left-padded prompt + summary rows with explicit position ids."""
+        import torch
+
+        rows = [p + target for p in prompts]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self._pad_id(), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r) :] = torch.tensor(r)
+            mask[i, width - len(r) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        return {"input_ids": ids, "attention_mask": mask, "position_ids": positions}
+
+    def _causal_logprobs(self, model: Any, prompts: list[list[int]], target: list[int]) -> Any:
+        import torch
+
+        n = len(target)
+        inputs = self._causal_inputs(prompts, target)
+        try:  # only the last n + 1 positions are needed: skip the vocabulary projection elsewhere
+            logits = model(**inputs, logits_to_keep=n + 1).logits
+        except TypeError:
+            logits = model(**inputs).logits
+        logits = logits[:, -(n + 1) : -1, :]
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        labels = torch.tensor([target] * len(prompts), dtype=torch.long)
+        return logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1).numpy().astype(np.float64)
+
+    def word_attention(
+        self, document: str, summary: str, spans: Sequence[tuple[int, int]]
+    ) -> np.ndarray | None:
+        """Mean attention from the summary tokens to each word of `document` (word spans).
+
+        Averaged over layers, heads and summary tokens; a word's score is the sum over its
+        subword tokens. Words the model does not see (truncated) get 0. None when the document
+        cannot be located in the prompt (a prompt cut to fit the context).
+        """
+        import torch
+
+        model, tok = self._parts()
+        summ = self._summarizer
+        seen = truncate_words(document, self.settings.max_input_words)
+        budget = summ._budget()
+        prompt = summ._prompts([document], budget)[0]
+        offset = prompt.find(seen)
+        if offset < 0:
+            return None
+        enc = tok(
+            prompt,
+            truncation=True,
+            max_length=budget,
+            add_special_tokens=not summ._chat(),
+            return_offsets_mapping=True,
+        )
+        starts = [offset + s for s, _ in spans]
+        ends = [offset + e for _, e in spans]
+        token_word = [_word_of_token(starts, ends, a, b) for a, b in enc["offset_mapping"]]
+        target = self._summary_ids(summary)
+        if not target:
+            return None
+        previous = getattr(model.config, "_attn_implementation", None)
+        try:
+            if hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation("eager")  # sdpa kernels return no weights
+            with torch.no_grad():
+                if summ.is_seq2seq:
+                    out = model(
+                        input_ids=torch.tensor([enc["input_ids"]]),
+                        labels=torch.tensor([target]),
+                        output_attentions=True,
+                    )
+                    layers = out.cross_attentions  # each (1, heads, summary, source)
+                    rows, cols = slice(None), slice(None)
+                else:
+                    inputs = self._causal_inputs([list(enc["input_ids"])], target)
+                    out = model(**inputs, output_attentions=True)
+                    layers = out.attentions  # each (1, heads, query, key)
+                    p = len(enc["input_ids"])
+                    rows, cols = slice(p, p + len(target)), slice(0, p)
+        finally:
+            if previous and hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation(previous)
+        if not layers or any(a is None for a in layers):
+            return None
+        stacked = torch.stack([a[0] for a in layers]).float()
+        per_token = stacked[:, :, rows, cols].mean(dim=(0, 1, 2))
+        scores = np.zeros(len(spans), dtype=np.float64)
+        weights = per_token.numpy()
+        for i, w in enumerate(token_word):
+            if w >= 0:
+                scores[w] += float(weights[i])
+        return scores
+
+
+# --------------------------------------------------------------------------- gguf
+
+
+def _gbnf_literal(text: str) -> str:
+    """A GBNF string literal matching `text` exactly (other control characters as \\xHH)."""
+    named = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for ch in text:
+        if ch in named:
+            out.append(named[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+class GgufLikelihoodScorer:
+    """Forced decoding through llama.cpp (xllamacpp): raw log-probabilities of given tokens.
+
+    One evaluation = prompt processing + one decode step per summary token. `parallel` > 1
+    decodes that many documents together in one batch; llama.cpp is not batch-invariant, so
+    values then move by up to ~0.3 nats with the batch composition: the default is 1 (exactly
+    reproducible). The prompt KV cache is never reused for the same reason.
+    """
+
+    engine = "llama.cpp/xllamacpp"
+
+    def __init__(
+        self,
+        name_or_path: str,
+        settings: GenerateSettings,
+        models_dir: str,
+        parallel: int = 1,
+        server: Any = None,
+        fingerprint: str | None = None,
+    ) -> None:
+        from hss_gate.summarizers.gguf import resolve_gguf
+
+        self.settings = settings
+        self.parallel = parallel
+        self.threads = settings.threads or (os.cpu_count() or 1)
+        if server is None:
+            self.path, digest = resolve_gguf(name_or_path, models_dir)
+            base = f"gguf:{digest[:16]}:{self.engine}:t{self.threads}"
+        else:
+            self.path = name_or_path
+            base = fingerprint or f"gguf:{name_or_path}"
+        self.fingerprint = f"{base}:loglik"
+        self._server = server
+        self._paths: dict[str, list[int]] = {}
+        self._known: dict[tuple[str, str], float] = {}
+        self.evaluations = 0
+
+    @classmethod
+    def from_summarizer(cls, summarizer: Any, parallel: int = 1) -> GgufLikelihoodScorer:
+        """Share the summarizer's llama.cpp server instead of loading the model again."""
+        return cls(
+            str(summarizer.path),
+            summarizer.settings,
+            "",
+            parallel=min(parallel, summarizer.settings.parallel),
+            server=summarizer._load(),
+            fingerprint=summarizer.fingerprint,
+        )
+
+    def _load(self) -> Any:
+        if self._server is None:
+            import xllamacpp
+
+            params = xllamacpp.CommonParams()
+            params.model.path = str(self.path)
+            params.n_parallel = self.parallel
+            params.n_ctx = self.settings.n_ctx * self.parallel
+            params.cpuparams.n_threads = self.threads
+            params.cpuparams_batch.n_threads = self.threads
+            params.warmup = False
+            params.verbosity = -1
+            try:
+                self._server = xllamacpp.Server(params)
+            except Exception as exc:
+                raise ModelError(
+                    f"{self.path}: llama.cpp could not load the model ({exc})"
+                ) from exc
+        return self._server
+
+    def _request(self, document: str, grammar: str, max_tokens: int) -> list[dict[str, Any]]:
+        request = {
+            "messages": chat_messages(document, self.settings),
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "top_k": 1,
+            "seed": 0,
+            "cache_prompt": False,
+            "grammar": grammar,
+            "n_probs": 1,
+            "post_sampling_probs": False,  # log-probs of the raw logits, before the grammar
+            "logprobs": True,
+            "top_logprobs": 1,
+        }
+        response = self._load().handle_chat_completions(request)
+        if not isinstance(response, dict) or "choices" not in response:
+            raise ModelError(f"llama.cpp returned an error: {str(response)[:200]}")
+        logprobs = response["choices"][0].get("logprobs") or {}
+        return list(logprobs.get("content") or [])
+
+    def token_path(self, document: str, summary: str) -> list[int]:
+        """The summary's token ids: forced as text under `document`, then fixed for reuse."""
+        if summary in self._paths:
+            return self._paths[summary]
+        target = summary.encode("utf-8")
+        budget = 4 * len(target) + 8
+        entries = self._request(document, "root ::= " + _gbnf_literal(summary), budget)
+        ids: list[int] = []
+        spelled = b""
+        for entry in entries:
+            if spelled == target:
+                break
+            ids.append(int(entry["id"]))
+            spelled += bytes(entry.get("bytes") or entry["token"].encode("utf-8"))
+        if spelled != target:
+            raise ModelError("llama.cpp could not force the summary text (tokenization mismatch)")
+        self._paths[summary] = ids
+        # the same request already scored this document on this path: keep it (one evaluation)
+        self._known[(document, summary)] = float(sum(e["logprob"] for e in entries[: len(ids)]))
+        self.evaluations += 1
+        return ids
+
+    def _forced(self, document: str, ids: list[int]) -> float:
+        grammar = "root ::= " + " ".join(f"<[{i}]>" for i in ids)
+        entries = self._request(document, grammar, len(ids))
+        got = [int(e["id"]) for e in entries[: len(ids)]]
+        if got != ids:
+            raise ModelError("llama.cpp did not follow the forced token path")
+        return float(sum(e["logprob"] for e in entries[: len(ids)]))
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        if not documents or not summary.strip():
+            return np.zeros(len(documents), dtype=np.float64)
+        ids = self.token_path(documents[0], summary)
+        todo = [d for d in dict.fromkeys(documents) if (d, summary) not in self._known]
+        if self.parallel == 1 or len(todo) <= 1:
+            values = [self._forced(d, ids) for d in todo]
+        else:
+            with ThreadPoolExecutor(self.parallel) as pool:
+                values = list(pool.map(lambda d: self._forced(d, ids), todo))
+        self.evaluations += len(todo)
+        fresh = dict(zip(todo, values, strict=True))
+        out = [fresh[d] if d in fresh else self._known[(d, summary)] for d in documents]
+        return np.asarray(out, dtype=np.float64)
