@@ -678,9 +678,10 @@ def experiment(
     import yaml
 
     from hss_gate import model_store
+    from hss_gate.cache import Cache
     from hss_gate.corpus import load_corpus
     from hss_gate.experiment_report import localization_section, write_report
-    from hss_gate.experiment_run import external_documents, run_experiment
+    from hss_gate.experiment_run import attribution_hook, external_documents, run_experiment
     from hss_gate.normalization import load_normalization
     from hss_gate.report import write_csv_atomic
     from hss_gate.runner import score_model
@@ -710,7 +711,7 @@ def experiment(
             score=functools.partial(score_model, tools=tools),
             embed=tools.embedder.encode,
             comparators=_factuality_columns(settings),
-            attribution=None,
+            attribution=attribution_hook(settings, tools, Cache(settings.run.cache_dir)),
             errors=errors,
             model_names=names,
             progress=_progress_factory(progress),

@@ -243,3 +243,41 @@ def run_experiment(
         )
     localization = localization_items(results, documents, embed, exp.localization_documents)
     return ExperimentResult(tables, documents, perturbations, notes, localization)
+
+
+def attribution_hook(settings: HssSettings, tools: Any, cache: Any) -> Comparators:
+    """SHAP / LIME / attention instability of each model's base summary under the document's
+    perturbations (rank instability = 1 - Spearman of aligned word attributions; see
+    docs/ATTRIBUTION.md). Models without token probabilities get no columns."""
+    from hss_gate.attribution import AttributionSettings, explain_document
+    from hss_gate.errors import ModelError
+    from hss_gate.pipeline import make_perturbations
+    from hss_gate.summarizers.likelihood import load_scorer
+
+    exp = settings.experiment
+    budget = AttributionSettings(
+        methods=["shap", "lime", "attention"],
+        shap_max_evals=exp.shap_max_evals,
+        lime_num_samples=exp.lime_samples,
+        max_words=settings.generate.max_input_words,
+        seed=settings.perturb.seed,
+    )
+
+    def columns(uri: str, docs: Sequence[Document], base: dict[str, str]) -> pd.DataFrame:
+        try:
+            scorer = load_scorer(uri, settings)
+        except ModelError:
+            return pd.DataFrame({"doc_id": [d.doc_id for d in docs]})
+        perturbed = make_perturbations(docs, settings, tools, cache)
+        rows = []
+        for doc in docs:
+            texts = [p.text for p in perturbed[doc.doc_id]]
+            explained = explain_document(scorer, doc.text, base[doc.doc_id], texts, budget)
+            rows.append(
+                {"doc_id": doc.doc_id}
+                | {f"{m}_instability": r.summary["rank"] for m, r in explained.items()}
+                | {f"{m}_evaluations": r.evaluations for m, r in explained.items()}
+            )
+        return pd.DataFrame(rows)
+
+    return columns

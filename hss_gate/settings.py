@@ -177,9 +177,9 @@ class ExperimentSettings(BaseModel):
     handcheck: str = Field(
         "docs/evidence/handcheck_errors.csv", description="hand-counted errors: doc_id,model,errors"
     )
-    attribution_documents: int = Field(8, ge=0, description="SHAP/LIME on the first N documents")
-    shap_max_evals: int = Field(64, ge=8, description="model evaluations per SHAP explanation")
-    lime_samples: int = Field(64, ge=8, description="model evaluations per LIME explanation")
+    attribution_documents: int = Field(2, ge=0, description="SHAP/LIME on the first N documents")
+    shap_max_evals: int = Field(32, ge=8, description="model evaluations per SHAP explanation")
+    lime_samples: int = Field(32, ge=8, description="model evaluations per LIME explanation")
     ablation_model: str = "gguf:smollm2-135m-instruct"
     ablation_documents: int = Field(12, ge=0, description="documents re-scored per ablation")
     localization_documents: int = Field(3, ge=0, description="documents shown highlighted")

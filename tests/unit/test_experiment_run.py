@@ -162,3 +162,22 @@ def test_external_documents(tmp_path):
     assert [d.text for d in docs] == ["One. Two.", "Three."]
     assert all(d.category == "news" for d in docs)
     assert external_documents(tmp_path / "missing.jsonl", 5, "news") == []
+
+
+def test_attribution_hook_adds_instability_for_models_with_likelihoods(settings, tmp_path):
+    from hss_gate.experiment_run import attribution_hook
+
+    tools = Toolkit(
+        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+    )
+    settings.experiment.shap_max_evals = 16
+    settings.experiment.lime_samples = 16
+    hook = attribution_hook(settings, tools, Cache(tmp_path / "cache"))
+    base = {d.doc_id: "the council approved the plan" for d in DOCS[:2]}
+    table = hook("fake:overlap", DOCS[:2], base)  # an additive scorer with exact Shapley values
+    assert list(table["doc_id"]) == ["d0", "d1"]
+    assert table["shap_instability"].between(0, 2).all()
+    assert table["lime_instability"].between(0, 2).all()
+    assert (table["shap_evaluations"] > 0).all()
+    # a model without token probabilities gets no attribution columns, not an error
+    assert list(hook("extractive:lead-3", DOCS[:2], base).columns) == ["doc_id"]
