@@ -35,6 +35,10 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no stop-word protection": {"protect_stopwords": False},
 }
 
+# the attribution hook's column of per-word SHAP records (instability.WordChange dicts); moved
+# out of the documents table into the localization items
+ATTRIBUTION_WORDS = "attribution_words"
+
 # (model URI, documents, base summaries by doc_id) -> DataFrame: doc_id + comparator columns
 Comparators = Callable[[str, Sequence[Document], dict[str, str]], pd.DataFrame]
 
@@ -134,12 +138,20 @@ def _ablation_row(name: str, frame: pd.DataFrame, score: pd.Series, spearman) ->
 
 
 def localization_items(
-    results: dict[str, Any], documents: pd.DataFrame, embed: Callable, n: int
+    results: dict[str, Any],
+    documents: pd.DataFrame,
+    embed: Callable,
+    n: int,
+    words: dict[tuple[str, str], list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """For the n highest-HSS documents: each base-summary sentence's share of the transport
-    cost to the perturbed summaries (mean over perturbations)."""
+    """For the n highest-HSS documents and every explained one: each base-summary sentence's
+    share of the transport cost to the perturbed summaries (mean over perturbations) and, where
+    SHAP records exist (`words` by (model, doc_id)), each source word's attribution change."""
+    words = words or {}
     items = []
-    top = documents.sort_values("hss", ascending=False).head(n)
+    ranked = documents.sort_values("hss", ascending=False)
+    explained = ranked.set_index(["model", "doc_id"]).index.isin(list(words))
+    top = ranked[(np.arange(len(ranked)) < n) | explained]
     for row in top.itertuples(index=False):
         summaries = [s for s in results[row.model].summaries if s["doc_id"] == row.doc_id]
         base = next(s["summary"] for s in summaries if s["strength"] == "base")
@@ -159,6 +171,10 @@ def localization_items(
                 "sentence_shares": list(shares / max(len(others), 1)),
             }
         )
+        records = words.get((row.model, row.doc_id))
+        if records:
+            items[-1]["source_words"] = [r["word"] for r in records]
+            items[-1]["word_changes"] = [r["mean_abs_change"] for r in records]
     return items
 
 
@@ -219,12 +235,17 @@ def run_experiment(
         parts = []
         if comparators is not None:
             parts.append(comparators(uri, docs, base))
-        if attribution is not None and exp.attribution_documents:
+        explained = exp.attribution_models is None or uri in exp.attribution_models
+        if attribution is not None and exp.attribution_documents and explained:
             parts.append(attribution(uri, docs[: exp.attribution_documents], base))
         for part in parts:
             extra.append(part.assign(model=uri))
+    words: dict[tuple[str, str], list[dict[str, Any]]] = {}
     if extra:
         merged = pd.concat(extra, ignore_index=True).groupby(["model", "doc_id"]).first()
+        if ATTRIBUTION_WORDS in merged:
+            records = merged.pop(ATTRIBUTION_WORDS)
+            words = {key: value for key, value in records.items() if isinstance(value, list)}
         documents = documents.merge(merged.reset_index(), on=["model", "doc_id"], how="left")
     tables = analysis_tables(
         documents, perturbations, normalization, errors, model_names or {}, settings
@@ -241,8 +262,16 @@ def run_experiment(
         notes.append(
             f"ablations: {exp.ablation_model} on the first {exp.ablation_documents} documents"
         )
-    localization = localization_items(results, documents, embed, exp.localization_documents)
+    localization = localization_items(
+        results, documents, embed, exp.localization_documents, words
+    )
     return ExperimentResult(tables, documents, perturbations, notes, localization)
+
+
+def explained_perturbations(perturbations: Sequence[Any], n: int) -> list[Any]:
+    """The first n perturbations taking one per strength band in turn (index 0 of every band,
+    then index 1, ...), so a small budget still covers every strength."""
+    return sorted(perturbations, key=lambda p: p.index)[:n]
 
 
 def attribution_hook(settings: HssSettings, tools: Any, cache: Any) -> Comparators:
@@ -265,18 +294,22 @@ def attribution_hook(settings: HssSettings, tools: Any, cache: Any) -> Comparato
 
     def columns(uri: str, docs: Sequence[Document], base: dict[str, str]) -> pd.DataFrame:
         try:
-            scorer = load_scorer(uri, settings)
+            scorer = load_scorer(uri, settings, exp.attribution_backend)
         except ModelError:
             return pd.DataFrame({"doc_id": [d.doc_id for d in docs]})
         perturbed = make_perturbations(docs, settings, tools, cache)
         rows = []
         for doc in docs:
-            texts = [p.text for p in perturbed[doc.doc_id]]
+            chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
+            texts = [p.text for p in chosen]
             explained = explain_document(scorer, doc.text, base[doc.doc_id], texts, budget)
+            shap = explained.get("shap")
             rows.append(
                 {"doc_id": doc.doc_id}
                 | {f"{m}_instability": r.summary["rank"] for m, r in explained.items()}
                 | {f"{m}_evaluations": r.evaluations for m, r in explained.items()}
+                | {f"{m}_seconds": r.seconds for m, r in explained.items()}
+                | {ATTRIBUTION_WORDS: shap.words if shap is not None else None}
             )
         return pd.DataFrame(rows)
 

@@ -6,7 +6,7 @@ Nested keys use a double underscore: HSS_PERTURB__TAU=0.7 overrides perturb.tau.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -178,6 +178,15 @@ class ExperimentSettings(BaseModel):
         "docs/evidence/handcheck_errors.csv", description="hand-counted errors: doc_id,model,errors"
     )
     attribution_documents: int = Field(2, ge=0, description="SHAP/LIME on the first N documents")
+    attribution_models: list[str] | None = Field(
+        None, description="models explained (None: every model with token probabilities)"
+    )
+    attribution_perturbations: int = Field(
+        3, ge=1, description="perturbations explained per document (one per band first)"
+    )
+    attribution_backend: Literal["transformers", "llama.cpp"] = Field(
+        "transformers", description="teacher forcing of gguf: models (likelihood.load_scorer)"
+    )
     shap_max_evals: int = Field(32, ge=8, description="model evaluations per SHAP explanation")
     lime_samples: int = Field(32, ge=8, description="model evaluations per LIME explanation")
     ablation_model: str = "gguf:smollm2-135m-instruct"

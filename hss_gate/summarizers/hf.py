@@ -41,10 +41,23 @@ class HfSummarizer:
 
     engine = "transformers"
 
-    def __init__(self, source: str, settings: GenerateSettings) -> None:
+    def __init__(
+        self,
+        source: str,
+        settings: GenerateSettings,
+        *,
+        gguf_file: str | None = None,
+        completion_template: str | None = None,
+        fingerprint: str | None = None,
+    ) -> None:
+        """`gguf_file` (a file in the `source` directory) loads GGUF weights dequantized to
+        fp32; `completion_template` ("...{document}...") replaces the chat template for base
+        models. Callers passing a GGUF file verify it and give the `fingerprint`."""
         self.source = source
         self.settings = settings
-        self.fingerprint = f"hf:{_weights_digest(source)}:{generation_key(settings)}"
+        self.gguf_file = gguf_file
+        self.completion_template = completion_template
+        self.fingerprint = fingerprint or f"hf:{_weights_digest(source)}:{generation_key(settings)}"
         self._model: Any = None
         self._tokenizer: Any = None
         self.is_seq2seq = False
@@ -61,14 +74,17 @@ class HfSummarizer:
         )
 
         local = Path(self.source).is_dir()
-        kwargs = {"trust_remote_code": False, "local_files_only": local}
+        kwargs: dict[str, Any] = {"trust_remote_code": False, "local_files_only": local}
+        # GGUF is a plain tensor format (no pickle); otherwise only safetensors are read
+        gguf = {"gguf_file": self.gguf_file} if self.gguf_file else {}
+        weights = gguf or {"use_safetensors": True}
         try:
-            config = AutoConfig.from_pretrained(self.source, **kwargs)
-            self._tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs)
+            config = AutoConfig.from_pretrained(self.source, **kwargs, **gguf)
+            self._tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs, **gguf)
             self.is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
             auto = AutoModelForSeq2SeqLM if self.is_seq2seq else AutoModelForCausalLM
             self._model = auto.from_pretrained(
-                self.source, use_safetensors=True, dtype=torch.float32, **kwargs
+                self.source, dtype=torch.float32, **kwargs, **weights
             )
         except Exception as exc:
             raise ModelError(f"cannot load hf model '{self.source}': {exc}") from exc
@@ -81,7 +97,9 @@ class HfSummarizer:
             self._tokenizer.pad_token = self._tokenizer.eos_token
 
     def _chat(self) -> bool:
-        return not self.is_seq2seq and bool(getattr(self._tokenizer, "chat_template", None))
+        if self.is_seq2seq or self.completion_template is not None:
+            return False
+        return bool(getattr(self._tokenizer, "chat_template", None))
 
     def _budget(self) -> int:
         """Most prompt tokens: a causal model's new tokens share its context window."""
@@ -101,7 +119,7 @@ class HfSummarizer:
             return self._tokenizer.apply_chat_template(
                 chat_messages(document, self.settings), tokenize=False, add_generation_prompt=True
             )
-        return self.settings.prompt.format(document=document)
+        return (self.completion_template or self.settings.prompt).format(document=document)
 
     def _causal_prompt(self, text: str, budget: int) -> str:
         """The prompt, with the document cut at its end until instruction + document fit."""

@@ -21,7 +21,7 @@ import bisect
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -70,9 +70,21 @@ class OverlapScorer:
         )
 
 
-def load_scorer(uri: str, settings: HssSettings) -> LikelihoodScorer:
-    """The teacher-forced scorer for a model URI (gguf:, hf:, fake:overlap)."""
+GgufBackend = Literal["transformers", "llama.cpp"]
+
+
+def load_scorer(
+    uri: str, settings: HssSettings, gguf_backend: GgufBackend = "llama.cpp"
+) -> LikelihoodScorer:
+    """The teacher-forced scorer for a model URI (gguf:, hf:, fake:overlap).
+
+    GGUF weights are scored by llama.cpp (forced decoding, the engine that wrote the
+    summaries) or by transformers on the same weights dequantized to fp32 (one batched
+    forward pass per batch: ~4x faster on CPU, log-probabilities within a few tenths of a nat).
+    """
     scheme, _, target = uri.partition(":")
+    if scheme == "gguf" and target and gguf_backend == "transformers":
+        return gguf_transformers_scorer(target, settings.generate, settings.run.models_dir)
     if scheme == "gguf" and target:
         return GgufLikelihoodScorer(target, settings.generate, settings.run.models_dir)
     if scheme == "hf" and target:
@@ -293,6 +305,25 @@ class HfLikelihoodScorer:
         return scores
 
 
+def gguf_transformers_scorer(
+    name_or_path: str, settings: GenerateSettings, models_dir: str
+) -> HfLikelihoodScorer:
+    """Teacher forcing of a verified GGUF file with transformers (weights dequantized), with
+    the prompt its GgufSummarizer uses (chat template, or the completion prompt of base models)."""
+    from hss_gate.summarizers.gguf import COMPLETION_PROMPT, resolve_gguf_model
+    from hss_gate.summarizers.hf import HfSummarizer
+
+    path, digest, style = resolve_gguf_model(name_or_path, models_dir)
+    summarizer = HfSummarizer(
+        str(path.parent),
+        settings,
+        gguf_file=path.name,
+        completion_template=COMPLETION_PROMPT if style == "completion" else None,
+        fingerprint=f"gguf:{digest[:16]}:transformers:{style}",
+    )
+    return HfLikelihoodScorer(str(path), settings, summarizer)
+
+
 # --------------------------------------------------------------------------- gguf
 
 
@@ -329,15 +360,17 @@ class GgufLikelihoodScorer:
         parallel: int = 1,
         server: Any = None,
         fingerprint: str | None = None,
+        prompt_style: str = "chat",
     ) -> None:
-        from hss_gate.summarizers.gguf import resolve_gguf
+        from hss_gate.summarizers.gguf import resolve_gguf_model
 
         self.settings = settings
         self.parallel = parallel
         self.threads = settings.threads or (os.cpu_count() or 1)
+        self.prompt_style = prompt_style
         if server is None:
-            self.path, digest = resolve_gguf(name_or_path, models_dir)
-            base = f"gguf:{digest[:16]}:{self.engine}:t{self.threads}"
+            self.path, digest, self.prompt_style = resolve_gguf_model(name_or_path, models_dir)
+            base = f"gguf:{digest[:16]}:{self.engine}:t{self.threads}:{self.prompt_style}"
         else:
             self.path = name_or_path
             base = fingerprint or f"gguf:{name_or_path}"
@@ -357,6 +390,7 @@ class GgufLikelihoodScorer:
             parallel=min(parallel, summarizer.settings.parallel),
             server=summarizer._load(),
             fingerprint=summarizer.fingerprint,
+            prompt_style=summarizer.prompt_style,
         )
 
     def _load(self) -> Any:
@@ -380,8 +414,14 @@ class GgufLikelihoodScorer:
         return self._server
 
     def _request(self, document: str, grammar: str, max_tokens: int) -> list[dict[str, Any]]:
+        from hss_gate.summarizers.gguf import completion_prompt
+
+        if self.prompt_style == "completion":  # base models: the summarizer's plain prompt
+            prompt: dict[str, Any] = {"prompt": completion_prompt(document, self.settings)}
+        else:
+            prompt = {"messages": chat_messages(document, self.settings)}
         request = {
-            "messages": chat_messages(document, self.settings),
+            **prompt,
             "max_tokens": max_tokens,
             "temperature": 0.0,
             "top_k": 1,
@@ -393,7 +433,11 @@ class GgufLikelihoodScorer:
             "logprobs": True,
             "top_logprobs": 1,
         }
-        response = self._load().handle_chat_completions(request)
+        server = self._load()
+        if "prompt" in request:
+            response = server.handle_completions(request)
+        else:
+            response = server.handle_chat_completions(request)
         if not isinstance(response, dict) or "choices" not in response:
             raise ModelError(f"llama.cpp returned an error: {str(response)[:200]}")
         logprobs = response["choices"][0].get("logprobs") or {}
