@@ -262,9 +262,7 @@ def run_experiment(
         notes.append(
             f"ablations: {exp.ablation_model} on the first {exp.ablation_documents} documents"
         )
-    localization = localization_items(
-        results, documents, embed, exp.localization_documents, words
-    )
+    localization = localization_items(results, documents, embed, exp.localization_documents, words)
     return ExperimentResult(tables, documents, perturbations, notes, localization)
 
 

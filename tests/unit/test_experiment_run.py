@@ -70,7 +70,14 @@ def test_run_experiment_on_fakes(settings, tmp_path):
         )
 
     def attribution(uri, docs, base):
-        return pd.DataFrame({"doc_id": [d.doc_id for d in docs], "shap_instability": 0.5})
+        words = [[{"word": w, "mean_abs_change": 0.1} for w in d.text.split()] for d in docs]
+        return pd.DataFrame(
+            {
+                "doc_id": [d.doc_id for d in docs],
+                "shap_instability": 0.5,
+                "attribution_words": words,
+            }
+        )
 
     errors = pd.DataFrame({"doc_id": ["d0", "d1", "d2"], "model": ["u"] * 3, "errors": [1, 3, 2]})
     result = run_experiment(
@@ -91,6 +98,7 @@ def test_run_experiment_on_fakes(settings, tmp_path):
     assert means["fake:unstable"] > means["fake:lead"]
     assert docs["summac_zs"].notna().all()
     assert docs["shap_instability"].notna().sum() == 4  # first 2 documents x 2 models
+    assert "attribution_words" not in docs  # moved into the localization items
     tables = result.tables
     assert {
         "correlations",
@@ -110,7 +118,16 @@ def test_run_experiment_on_fakes(settings, tmp_path):
         "no stop-word protection",
     ]
     assert "summac_zs" in set(tables["correlations"]["column"])
-    assert len(result.localization) == 2
+    # the 2 highest-HSS documents plus every explained one (first 2 documents x 2 models)
+    explained = [i for i in result.localization if "source_words" in i]
+    assert {(i["model"], i["doc_id"]) for i in explained} == {
+        (m, d) for m in ("fake:lead", "fake:unstable") for d in ("d0", "d1")
+    }
+    assert 4 <= len(result.localization) <= 6
+    for item in explained:
+        text = next(d.text for d in DOCS if d.doc_id == item["doc_id"])
+        assert item["source_words"] == text.split()
+        assert item["word_changes"] == [0.1] * len(text.split())
     for item in result.localization:
         assert len(item["sentences"]) == len(item["sentence_shares"])
         assert (
@@ -181,3 +198,53 @@ def test_attribution_hook_adds_instability_for_models_with_likelihoods(settings,
     assert (table["shap_evaluations"] > 0).all()
     # a model without token probabilities gets no attribution columns, not an error
     assert list(hook("extractive:lead-3", DOCS[:2], base).columns) == ["doc_id"]
+
+
+def test_attribution_models_limit_which_models_are_explained(settings, tmp_path):
+    settings.experiment.attribution_models = ["fake:unstable"]
+    settings.experiment.ablation_documents = 0
+    tools = Toolkit(
+        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+    )
+    cache = Cache(tmp_path / "cache")
+    norm = compute_normalization(
+        [("news", 0.5, 0.6), ("legal", 0.4, 0.5)],
+        quantile=0.95,
+        model="ref",
+        settings_digest="s",
+        created="now",
+    )
+    called = []
+
+    def score(uri, docs, run_settings, normalization, progress=None):
+        summarizer = load_summarizer(uri, run_settings)
+        return score_documents(docs, summarizer, run_settings, tools, cache, normalization), {}
+
+    def attribution(uri, docs, base):
+        called.append(uri)
+        return pd.DataFrame({"doc_id": [d.doc_id for d in docs], "shap_instability": 0.5})
+
+    result = run_experiment(
+        DOCS, settings, norm, score=score, embed=tools.embedder.encode, attribution=attribution
+    )
+    assert called == ["fake:unstable"]
+    explained = result.documents.dropna(subset=["shap_instability"])
+    assert set(explained["model"]) == {"fake:unstable"} and len(explained) == 2
+
+
+def test_explained_perturbations_take_one_per_band_first():
+    from types import SimpleNamespace
+
+    from hss_gate.experiment_run import explained_perturbations
+
+    perturbations = [
+        SimpleNamespace(strength=band, index=i) for band in ("low", "mid", "high") for i in (0, 1)
+    ]
+    chosen = explained_perturbations(perturbations, 4)
+    assert [(p.strength, p.index) for p in chosen] == [
+        ("low", 0),
+        ("mid", 0),
+        ("high", 0),
+        ("low", 1),
+    ]
+    assert len(explained_perturbations(perturbations, 10)) == 6
