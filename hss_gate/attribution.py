@@ -279,6 +279,16 @@ class WordMasker:
         return [self._words]
 
 
+def _start(
+    scorer: LikelihoodScorer, document: str, summary: str, settings: AttributionSettings
+) -> tuple[float, list[str], _Target]:
+    """Start time, the document's words and the target over its first max_words words."""
+    words = split_words(document)
+    n = min(len(words), settings.max_words)
+    target = _Target(scorer, document, summary, n, settings.mask_token)
+    return time.perf_counter(), words, target
+
+
 def shap_attribution(
     scorer: LikelihoodScorer,
     document: str,
@@ -288,10 +298,8 @@ def shap_attribution(
     """Owen values of f over the words (shap Partition explainer, fixed word hierarchy)."""
     import shap
 
-    started = time.perf_counter()
-    words = split_words(document)
-    n = min(len(words), settings.max_words)
-    target = _Target(scorer, document, summary, n, settings.mask_token)
+    started, words, target = _start(scorer, document, summary, settings)
+    n = target.n
     if n == 0:
         return _finish("shap", target, words, np.zeros(0), settings.shap_max_evals, started)
     if n == 1:  # one feature: its value is the whole effect
@@ -342,10 +350,8 @@ def lime_attribution(
     """lime's LimeTextExplainer on f: positional words, ridge fit, cosine kernel."""
     from lime.lime_text import LimeTextExplainer
 
-    started = time.perf_counter()
-    words = split_words(document)
-    n = min(len(words), settings.max_words)
-    target = _Target(scorer, document, summary, n, settings.mask_token)
+    started, words, target = _start(scorer, document, summary, settings)
+    n = target.n
     if n == 0:
         return _finish("lime", target, words, np.zeros(0), settings.lime_num_samples, started)
     head_end = word_spans(document)[n - 1][1]
@@ -426,10 +432,8 @@ def smile_attribution(
     """SMILE: LIME's neighbourhood and weighted ridge fit, Wasserstein-distance sample weights."""
     from lime.lime_base import LimeBase
 
-    started = time.perf_counter()
-    words = split_words(document)
-    n = min(len(words), settings.max_words)
-    target = _Target(scorer, document, summary, n, settings.mask_token)
+    started, words, target = _start(scorer, document, summary, settings)
+    n = target.n
     if n == 0:
         return _finish("smile", target, words, np.zeros(0), settings.smile_num_samples, started)
     rng = np.random.default_rng(settings.seed)

@@ -94,6 +94,24 @@ def resolve_gguf_model(name_or_path: str, models_dir: str) -> tuple[Path, str, P
     return weight, digest, model.prompt_style
 
 
+def start_server(path: str | Path, threads: int, parallel: int, n_ctx: int) -> Any:
+    """An in-process llama.cpp server (xllamacpp) with `parallel` slots of `n_ctx` tokens."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(path)
+    params.n_parallel = parallel
+    params.n_ctx = n_ctx * parallel
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.warmup = False
+    params.verbosity = -1
+    try:
+        return xllamacpp.Server(params)
+    except Exception as exc:
+        raise ModelError(f"{path}: llama.cpp could not load the model ({exc})") from exc
+
+
 class GgufSummarizer:
     """Greedy summaries from a GGUF model (llama.cpp engine): chat or plain completion."""
 
@@ -109,22 +127,9 @@ class GgufSummarizer:
 
     def _load(self) -> Any:
         if self._server is None:
-            import xllamacpp
-
-            params = xllamacpp.CommonParams()
-            params.model.path = str(self.path)
-            params.n_parallel = self.settings.parallel
-            params.n_ctx = self.settings.n_ctx * self.settings.parallel
-            params.cpuparams.n_threads = self.threads
-            params.cpuparams_batch.n_threads = params.cpuparams.n_threads
-            params.warmup = False
-            params.verbosity = -1
-            try:
-                self._server = xllamacpp.Server(params)
-            except Exception as exc:
-                raise ModelError(
-                    f"{self.path}: llama.cpp could not load the model ({exc})"
-                ) from exc
+            self._server = start_server(
+                self.path, self.threads, self.settings.parallel, self.settings.n_ctx
+            )
         return self._server
 
     def _request(self, **fields: Any) -> dict[str, Any]:

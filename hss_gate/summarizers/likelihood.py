@@ -395,22 +395,9 @@ class GgufLikelihoodScorer:
 
     def _load(self) -> Any:
         if self._server is None:
-            import xllamacpp
+            from hss_gate.summarizers.gguf import start_server
 
-            params = xllamacpp.CommonParams()
-            params.model.path = str(self.path)
-            params.n_parallel = self.parallel
-            params.n_ctx = self.settings.n_ctx * self.parallel
-            params.cpuparams.n_threads = self.threads
-            params.cpuparams_batch.n_threads = self.threads
-            params.warmup = False
-            params.verbosity = -1
-            try:
-                self._server = xllamacpp.Server(params)
-            except Exception as exc:
-                raise ModelError(
-                    f"{self.path}: llama.cpp could not load the model ({exc})"
-                ) from exc
+            self._server = start_server(self.path, self.threads, self.parallel, self.settings.n_ctx)
         return self._server
 
     def _request(self, document: str, grammar: str, max_tokens: int) -> list[dict[str, Any]]:
