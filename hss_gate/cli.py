@@ -30,6 +30,7 @@ console = Console(stderr=True)
 out_console = Console()
 
 ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
+DEFAULT_PARAMS = Path("params.yaml")  # optional: without it, the built-in defaults
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -86,6 +87,8 @@ def _strengths(value: str | None, available: list[str]) -> list[str] | None:
 def _settings(params: Path, k: int | None = None, seed: int | None = None, **more: Any):
     from hss_gate.settings import load_settings
 
+    if params != DEFAULT_PARAMS and not params.is_file():  # a typo must not mean the defaults
+        raise InputError(f"--params {params}: no such file")
     overrides: dict[str, Any] = {f"{key}": v for key, v in more.items() if v is not None}
     if k is not None:
         overrides["perturb__k"] = k
@@ -673,6 +676,7 @@ def experiment(
     """The paper's analysis: correlations with bootstrap CIs, strength, domains, ablations,
     models, hand-counted errors and extractiveness; DIR/report.md, report.html, CSVs, PNGs."""
     import functools
+    import json
 
     import pandas as pd
     import yaml
@@ -680,6 +684,7 @@ def experiment(
     from hss_gate import model_store
     from hss_gate.cache import Cache
     from hss_gate.corpus import load_corpus
+    from hss_gate.decision_report import write_text_atomic
     from hss_gate.experiment_report import localization_section, write_report
     from hss_gate.experiment_run import attribution_hook, external_documents, run_experiment
     from hss_gate.normalization import load_normalization
@@ -726,6 +731,7 @@ def experiment(
         localization_section(result.localization), result.documents, result.tables["strength"],
     )
     write_csv_atomic(out_dir / "documents.csv", result.documents)
+    write_text_atomic(out_dir / "localization.json", json.dumps(result.localization, indent=1))
     console.print(f"wrote {out_dir}/report.md, report.html, CSVs and figures", highlight=False)
 
 

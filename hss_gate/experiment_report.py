@@ -54,6 +54,13 @@ def paper_table(
     return pd.DataFrame(rows)
 
 
+# what HSS should follow (invented entities/numbers) and what it should not (mere rewriting)
+EVIDENCE = {
+    "base_novel_ngram_share": "rewriting: share of summary n-grams not in the source",
+    "base_unsupported_share": "invention: share of summary entities/numbers not in the source",
+}
+
+
 def _figure(path: Path, draw) -> None:
     import matplotlib
 
@@ -103,6 +110,40 @@ def figures(out: Path, documents: pd.DataFrame, strengths: pd.DataFrame) -> list
     if len(strengths):
         _figure(out / "hss_by_strength.png", by_strength)
         names.append("hss_by_strength.png")
+
+    def by_domain(plt):
+        table = documents.pivot_table(index="category", columns="model", values="hss")
+        fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(table)), 3.8))
+        width = 0.8 / max(len(table.columns), 1)
+        x = np.arange(len(table))
+        for i, model in enumerate(table.columns):
+            ax.bar(x + i * width, table[model], width, label=model)
+        ax.set_xticks(x + 0.4 - width / 2, table.index, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("mean HSS")
+        ax.legend(fontsize=7)
+        return fig
+
+    if documents["category"].nunique() > 1:
+        _figure(out / "hss_by_domain.png", by_domain)
+        names.append("hss_by_domain.png")
+
+    evidence = [c for c in EVIDENCE if c in documents and documents[c].notna().sum() >= 3]
+
+    def against_evidence(plt):
+        fig, axes = plt.subplots(
+            1, len(evidence), figsize=(4.4 * len(evidence), 3.6), squeeze=False
+        )
+        for ax, column in zip(axes.flat, evidence, strict=True):
+            for model, group in documents.groupby("model"):
+                ax.scatter(group[column], group["hss"], s=12, alpha=0.7, label=model)
+            ax.set_xlabel(EVIDENCE[column])
+            ax.set_ylabel("HSS")
+        axes.flat[0].legend(fontsize=7)
+        return fig
+
+    if evidence:
+        _figure(out / "hss_vs_rewriting_and_invention.png", against_evidence)
+        names.append("hss_vs_rewriting_and_invention.png")
     return names
 
 

@@ -151,6 +151,8 @@ def test_run_experiment_on_fakes(settings, tmp_path):
         "ablations.csv",
         "hss_by_strength.png",
         "hss_vs_comparators.png",
+        "hss_by_domain.png",
+        "hss_vs_rewriting_and_invention.png",
     ):
         assert (out / name).stat().st_size > 0, name
 
