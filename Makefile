@@ -7,7 +7,7 @@ VENV := .venv/bin
 MODEL ?= gguf:qwen2.5-coder-0.5b-instruct
 OUT ?= outputs/score
 
-.PHONY: setup quickstart score baseline repro gate monitor test test-unit test-fast lint
+.PHONY: setup quickstart score baseline repro gate monitor experiment test test-unit test-fast lint
 
 setup:
 	bash scripts/setup.sh
@@ -29,6 +29,9 @@ gate:
 
 monitor:
 	$(VENV)/hss monitor
+
+experiment:  # the paper's analysis (params.yaml `experiment`): hours cold on 2 cores
+	$(VENV)/hss experiment
 
 lint:
 	$(VENV)/ruff check hss_gate tests flows scripts
