@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,8 +42,18 @@ class SbertEmbedder:
                 path = str(model_store.weight_paths(model)[0].parent)
             else:
                 path = self._name
+                if Path(path).is_dir() and not any(Path(path).rglob("*.safetensors")):
+                    raise ModelError(
+                        f"{path}: no .safetensors weights (pickle checkpoints are refused)"
+                    )
             try:
-                self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+                self._model = SentenceTransformer(
+                    path,
+                    device="cpu",
+                    local_files_only=True,
+                    trust_remote_code=False,
+                    model_kwargs={"use_safetensors": True},  # never a pickled checkpoint
+                )
             except Exception as exc:
                 raise ModelError(f"cannot load sentence encoder '{self._name}': {exc}") from exc
         return self._model

@@ -1,4 +1,4 @@
-"""Word-vector nearest neighbours for swap candidates (GloVe by default, any KeyedVectors)."""
+"""Word-vector nearest neighbours for swap candidates (GloVe by default, or a word2vec file)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class WordVectors:
 
     @classmethod
     def load(cls, name_or_path: str, vocab_limit: int) -> WordVectors:
-        """Load the embedded GloVe ('glove-6b-50d') or a gensim KeyedVectors / word2vec file."""
+        """Load the embedded GloVe ('glove-6b-50d') or a word2vec file (never a pickle)."""
         if name_or_path == "glove-6b-50d":
             return cls._load_glove(vocab_limit)
         return cls._load_keyed_vectors(Path(name_or_path), vocab_limit)
@@ -73,13 +73,16 @@ class WordVectors:
 
         if not path.exists():
             raise ModelError(f"{path}: word-vector file not found")
+        if path.suffix not in {".bin", ".txt", ".vec", ".gz"}:
+            # gensim's native KeyedVectors.save format is a pickle: loading it can run code
+            raise ModelError(
+                f"{path}: only word2vec files (.bin, .txt, .vec, .gz) are read; gensim's native "
+                "format is a pickle and is refused (convert it with save_word2vec_format)"
+            )
         try:
-            if path.suffix in {".bin", ".txt", ".vec", ".gz"}:
-                kv = KeyedVectors.load_word2vec_format(
-                    str(path), binary=path.suffix == ".bin", limit=vocab_limit
-                )
-            else:
-                kv = KeyedVectors.load(str(path), mmap="r")
+            kv = KeyedVectors.load_word2vec_format(
+                str(path), binary=path.suffix == ".bin", limit=vocab_limit
+            )
         except Exception as exc:  # gensim raises many types for bad files
             raise ModelError(f"{path}: cannot read word vectors ({exc})") from exc
         words = [w for w in kv.index_to_key[:vocab_limit]]

@@ -7,8 +7,13 @@ cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
 if ! command -v uv >/dev/null 2>&1; then
-  echo "== installing uv"
-  "$PYTHON" -m pip install --quiet --disable-pip-version-check uv
+  echo "== installing uv (version and hashes from requirements.lock)"
+  uv_req="$(mktemp)"
+  # the lock's uv entry: from "uv==" to the first line that does not continue with a backslash
+  awk '/^uv==/{on=1} on{print} on && !/\\$/{exit}' requirements.lock > "$uv_req"
+  "$PYTHON" -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps \
+    -r "$uv_req"
+  rm -f "$uv_req"
 fi
 UV="$(command -v uv || echo "$PYTHON -m uv")"
 

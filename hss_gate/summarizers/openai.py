@@ -59,7 +59,11 @@ class OpenAISummarizer:
                     response.raise_for_status()
                     return _content(response)
             except httpx.HTTPStatusError as exc:
-                reason = exc.response.text.strip()[:300]
+                reason = exc.response.text.strip()
+                key = os.environ.get("HSS_OPENAI_API_KEY")
+                if key:  # servers may echo the key they rejected
+                    reason = reason.replace(key, "***")
+                reason = reason[:300]
                 raise ModelError(
                     f"{self.base_url}: HTTP {exc.response.status_code}"
                     + (f": {reason}" if reason else "")
