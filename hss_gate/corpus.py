@@ -14,7 +14,8 @@ from hss_gate.errors import InputError
 class Document(BaseModel):
     """One source document."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # unknown fields are refused: a misspelt optional field ("teir") would silently default
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     doc_id: str = Field(min_length=1)
     category: str = Field(min_length=1)
@@ -43,10 +44,16 @@ def _corpus_files(path: Path) -> list[Path]:
 
 def _parse_lines(path: Path) -> Iterable[tuple[int, Document]]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
-    for number, line in enumerate(lines, start=1):
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    data = data.removeprefix(b"\xef\xbb\xbf")  # UTF-8 byte-order mark
+    for number, raw in enumerate(data.splitlines(), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            where = f"{exc.reason} at byte {exc.start + 1} of the line"
+            raise InputError(f"{path}:{number}: not valid UTF-8 ({where})") from exc
         if not line.strip():
             continue
         try:
@@ -60,7 +67,13 @@ def _parse_lines(path: Path) -> Iterable[tuple[int, Document]]:
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "record"
-            raise InputError(f"{path}:{number}: field '{field}': {first['msg']}") from exc
+            if first["type"] == "extra_forbidden":
+                allowed = ", ".join(Document.model_fields)
+                raise InputError(
+                    f"{path}:{number}: unknown field '{field}' (a typo? allowed: {allowed})"
+                ) from exc
+            why = first["msg"].removeprefix("Value error, ")
+            raise InputError(f"{path}:{number}: field '{field}': {why}") from exc
 
 
 def load_corpus(path: str | Path, limit: int | None = None) -> list[Document]:

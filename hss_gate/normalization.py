@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, model_validator
 
 from hss_gate.errors import NormalizationError
 from hss_gate.severity import percentile_constant
@@ -29,6 +30,19 @@ class Normalization(BaseModel):
     constants: dict[str, dict[str, float]]  # variant -> category -> M_c
     global_constant: dict[str, float]  # variant -> M
     counts: dict[str, int] = {}
+
+    @model_validator(mode="after")
+    def _usable(self) -> Normalization:
+        for variant in VARIANTS:
+            if variant not in self.global_constant:
+                raise ValueError(f"no global constant for the '{variant}' distance")
+        values = [("global", v, m) for v, m in self.global_constant.items()] + [
+            (c, v, m) for v, per in self.constants.items() for c, m in per.items()
+        ]
+        for category, variant, value in values:
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"constant {variant}/{category} is {value}; need finite and >= 0")
+        return self
 
     def constant(self, category: str, variant: str) -> tuple[float, bool]:
         """(M_c, True) for a known category, else (global M, False)."""
@@ -91,7 +105,14 @@ def load_normalization(path: str | Path) -> Normalization:
         )
     try:
         return Normalization.model_validate_json(path.read_text(encoding="utf-8"))
-    except (ValidationError, ValueError) as exc:
+    except ValidationError as exc:  # one line: the first problem and where it is
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        why = first["msg"].removeprefix("Value error, ")
+        raise NormalizationError(
+            f"{path}: not a valid normalization file ({where + ': ' if where else ''}{why})"
+        ) from exc
+    except (OSError, ValueError) as exc:
         raise NormalizationError(f"{path}: not a valid normalization file ({exc})") from exc
 
 

@@ -284,8 +284,38 @@ def score_documents(
         doc_rows.append(
             _document_row(doc, base_row, d_aware, d_raw, normalization, variant, warnings)
         )
+    warnings.extend(_degenerate_input_warnings(docs, perturbations, summary_rows))
     aggregates = aggregate(doc_rows, pert_rows, settings, variant)
     return ScoreResult(doc_rows, pert_rows, edit_rows, summary_rows, aggregates, warnings)
+
+
+def _degenerate_input_warnings(
+    docs: Sequence[Document],
+    perturbations: dict[str, list[Perturbation]],
+    summary_rows: list[dict[str, Any]],
+) -> list[str]:
+    """Inputs whose HSS of 0 measures nothing: no swap possible, empty or constant summaries."""
+    out = [
+        f"{doc.doc_id}: no word could be swapped (only names, numbers or stop words, too short, "
+        "or not English?); its distances are 0 by construction and its HSS measures nothing"
+        for doc in docs
+        if not any(p.edits for p in perturbations[doc.doc_id])
+    ]
+    empty = [row for row in summary_rows if not row["summary"].strip()]
+    if empty:
+        where = ", ".join(f"{row['doc_id']}/{row['strength']}" for row in empty[:3])
+        out.append(
+            f"{len(empty)} of {len(summary_rows)} summaries are empty ({where}"
+            f"{', ...' if len(empty) > 3 else ''}); distances to an empty summary measure the "
+            "summarizer failing, not hallucination"
+        )
+    base = {row["summary"].strip() for row in summary_rows if row["strength"] == "base"}
+    if len(docs) > 1 and len(base) == 1 and "" not in base:
+        out.append(
+            f"every document got the same summary ({next(iter(base))[:60]!r}); "
+            "HSS cannot see a summarizer that ignores its input"
+        )
+    return out
 
 
 def _summary_signals(
