@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_serializer, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from hss_gate.errors import InputError
@@ -20,9 +20,7 @@ STRENGTH_ORDER = ("low", "moderate", "high")
 class PerturbSettings(BaseModel):
     """Meaning-preserving perturbation (METHOD.md section 1)."""
 
-    word_vectors: str = Field(
-        "glove-6b-50d", description="embedded name or a KeyedVectors/word2vec path"
-    )
+    word_vectors: str = Field("glove-6b-50d", description="embedded name or a word2vec file path")
     tau: float = Field(0.7, ge=0.0, le=1.0, description="min word-vector cosine of a swap")
     gamma: float = Field(
         0.9, ge=0.0, le=1.0, description="min SBERT cosine of the swapped sentence"
@@ -155,6 +153,13 @@ class MonitorSettings(BaseModel):
         description="per-document production scores on the reference corpus (dvc stage metrics)",
     )
 
+    @field_serializer("samples_url", when_used="json")
+    def _hide_password(self, url: str) -> str:
+        """JSON dumps (summary.json of every run) show the store URL with its password masked."""
+        from hss_gate.samples import masked_url
+
+        return masked_url(url)
+
 
 class ExperimentSettings(BaseModel):
     """The paper's analysis (`hss experiment`); fixed before a run, stated in its report."""
@@ -234,11 +239,36 @@ def _read_params(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: invalid YAML ({exc})") from exc
+    except yaml.YAMLError as exc:  # one line: the line number and the problem, no excerpt
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise InputError(f"{where}: invalid YAML ({problem})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the params file ({exc})") from exc
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping at the top level")
+    data = {section: values for section, values in data.items() if values is not None}
+    _check_keys(path, data)
     return data
+
+
+def _check_keys(path: Path, data: dict[str, Any]) -> None:
+    """Unknown sections and keys are refused: a misspelt key would silently keep its default."""
+    sections = HssSettings.model_fields
+    for section, values in data.items():
+        if section not in sections:
+            raise InputError(f"{path}: unknown section '{section}' (known: {', '.join(sections)})")
+        if not isinstance(values, dict):
+            raise InputError(f"{path}: section '{section}' must be a mapping of settings")
+        model = sections[section].annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            for key in values:
+                if key not in model.model_fields:
+                    raise InputError(
+                        f"{path}: unknown setting '{section}.{key}' "
+                        f"(a typo? known: {', '.join(model.model_fields)})"
+                    )
 
 
 def load_settings(params_path: str | Path = "params.yaml", **overrides: Any) -> HssSettings:
@@ -256,7 +286,8 @@ def load_settings(params_path: str | Path = "params.yaml", **overrides: Any) -> 
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise InputError(f"{path}: invalid setting '{where}': {first['msg']}") from exc
+        why = first["msg"].removeprefix("Value error, ")
+        raise InputError(f"{path}: invalid setting '{where}': {why}") from exc
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
