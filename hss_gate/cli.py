@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sys
@@ -131,6 +132,9 @@ def run_scoring(
         settings.perturb.strengths = {s: settings.perturb.strengths[s] for s in chosen}
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
+    out_dir = Path(out or settings.run.out)
+    if out_dir.exists() and not out_dir.is_dir():  # refuse before the work, not after it
+        raise InputError(f"--out {out_dir}: exists and is not a directory")
     docs = load_corpus(corpus or settings.run.corpus, limit)
     norm = None if baseline else load_normalization(settings.score.normalization)
     with _progress() as progress:
@@ -140,7 +144,7 @@ def run_scoring(
     meta["corpus"] = str(corpus or settings.run.corpus)
     if norm is not None:
         meta["normalization"]["path"] = settings.score.normalization
-    return result, meta, Path(out or settings.run.out)
+    return result, meta, out_dir
 
 
 def _print_table(result: Any) -> None:
@@ -362,8 +366,19 @@ def gate(
         decision = error_decision(message, **decision_context(candidate, production))
     try:
         write_decision(out_dir, decision, examples)
-    except OSError as exc:
-        _fail(f"could not write the decision to {out_dir}: {exc}")
+    except Exception as exc:  # a verdict without its report fails closed too
+        if os.environ.get("HSS_DEBUG"):
+            traceback.print_exc()
+        decision = error_decision(
+            f"could not write the report: {type(exc).__name__}: {exc}",
+            **decision_context(candidate, production),
+        )
+        try:
+            write_json_atomic(out_dir / "decision.json", decision.model_dump(mode="json"))
+        except Exception as again:
+            _fail(f"could not write the decision to {out_dir}: {again}")
+        with contextlib.suppress(Exception):  # replace a stale verdict if the reports render
+            write_decision(out_dir, decision)
     style = {"promote": "green", "block": "red", "error": "red"}[decision.decision]
     if decision.decision == "error":
         console.print(f"[bold red]error:[/] {decision.reasons[0]}", highlight=False, soft_wrap=True)
@@ -539,8 +554,18 @@ def monitor(
         write_json_atomic(out_dir / "monitor.json", result)
         write_text_atomic(out_dir / "monitor.md", monitor_markdown(result))
         write_text_atomic(out_dir / "monitor.html", monitor_html(result))
-    except OSError as exc:
-        _fail(f"could not write the monitor report to {out_dir}: {exc}")
+    except Exception as exc:  # a verdict without its report fails closed too
+        if os.environ.get("HSS_DEBUG"):
+            traceback.print_exc()
+        result["decision"] = "error"
+        result["reasons"].append(f"could not write the report: {type(exc).__name__}: {exc}")
+        try:
+            write_json_atomic(out_dir / "monitor.json", result)
+        except Exception as again:
+            _fail(f"could not write the monitor report to {out_dir}: {again}")
+        with contextlib.suppress(Exception):  # replace a stale verdict if the reports render
+            write_text_atomic(out_dir / "monitor.md", monitor_markdown(result))
+            write_text_atomic(out_dir / "monitor.html", monitor_html(result))
     for reason in result["reasons"]:
         console.print(f"- {reason}", highlight=False)
     code = EXIT_CODES[result["decision"]]
@@ -559,8 +584,9 @@ def _record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> lis
     try:
         store.record_run(run_record(result, started))
         return [r.model_dump(mode="json") for r in store.runs(20)]
-    except HssError as exc:
-        result["reasons"].append(f"could not record the run in the sample store: {exc}")
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, HssError) else f"{type(exc).__name__}: {exc}"
+        result["reasons"].append(f"could not record the run in the sample store: {message}")
         result["decision"] = "error"
         return []
 
