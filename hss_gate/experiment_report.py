@@ -120,7 +120,7 @@ def figures(out: Path, documents: pd.DataFrame, strengths: pd.DataFrame) -> list
             ax.bar(x + i * width, table[model], width, label=model)
         ax.set_xticks(x + 0.4 - width / 2, table.index, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("mean HSS")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars
         return fig
 
     if documents["category"].nunique() > 1:
