@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from hss_gate.cache import Cache, content_key
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
 from hss_gate.embedding import Embedder
+from hss_gate.language import Token
 from hss_gate.normalization import Normalization
 from hss_gate.perturb import Candidate, Edit, Perturbation, find_candidates, perturb
 from hss_gate.restore import restore_swaps
@@ -75,8 +77,16 @@ def make_perturbations(
     """K perturbations per strength for every document (cached by content + settings)."""
     p = settings.perturb
     settings_json = p.model_dump_json()
+    limit = settings.generate.max_input_words
+    # a document cut for the summarizer is perturbed only where the summarizer reads it: the
+    # cut is part of the key of those documents (the others keep their keys)
     keys = {
-        d.doc_id: content_key(PERTURB_ALGORITHM, settings_json, tools.perturb_fingerprint, d.text)
+        d.doc_id: content_key(
+            PERTURB_ALGORITHM,
+            settings_json + (f"|visible:{limit}" if len(d.text.split()) > limit else ""),
+            tools.perturb_fingerprint,
+            d.text,
+        )
         for d in docs
     }
     cached = cache.get_many("perturbations", keys.values())
@@ -87,7 +97,7 @@ def make_perturbations(
         if key in cached:
             out[doc.doc_id] = [_perturbation_from_dict(x) for x in json.loads(cached[key])]
             continue
-        tokens = tools.tagger.tokens(doc.text)
+        tokens = visible_tokens(tools.tagger.tokens(doc.text), doc.text, limit)
         candidates: dict[int, list[Candidate]] = find_candidates(
             doc.text,
             tokens,
@@ -115,6 +125,16 @@ def make_perturbations(
         out[doc.doc_id] = made
         advance(1)
     return out
+
+
+def visible_tokens(tokens: Sequence[Token], text: str, max_words: int) -> list[Token]:
+    """The tokens inside the first max_words whitespace words (what truncate_words keeps), so
+    swaps and band shares count only words the summarizer sees."""
+    ends = [m.end() for m in re.finditer(r"\S+", text)]
+    if len(ends) <= max_words:
+        return list(tokens)
+    cut = ends[max_words - 1]
+    return [t for t in tokens if t.idx + len(t.text) <= cut]
 
 
 def _perturbation_from_dict(data: dict[str, Any]) -> Perturbation:

@@ -1,4 +1,4 @@
-"""RELIABILITY.md names a test for every case: each named test must exist in tests/reliability/."""
+"""RELIABILITY.md names a test for every case: each named test must exist under tests/."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _defined_tests() -> set[str]:
     names = set()
-    for path in (ROOT / "tests" / "reliability").glob("test_*.py"):
+    for path in (ROOT / "tests").rglob("test_*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 names.add(node.name)

@@ -100,3 +100,27 @@ def test_rerun_is_identical_and_generates_nothing(tmp_path):
     second = score_documents(DOCS, fake, settings, tools, Cache(tmp_path), None)
     assert fake.calls == calls
     assert first.perturbations == second.perturbations and first.edits == second.edits
+
+
+def test_a_document_cut_for_the_summarizer_is_perturbed_only_where_it_is_read(tmp_path):
+    from hss_gate.pipeline import make_perturbations
+    from hss_gate.settings import GenerateSettings
+
+    head = " ".join([TEXT] * 4)  # the words the summarizer reads
+    limit = len(head.split())
+    assert limit >= 50
+    long_doc = Document(doc_id="long", category="news", text=f"{head} {TEXT}")
+    settings = _settings()
+    settings.generate = GenerateSettings(max_input_words=limit)
+    made = make_perturbations([long_doc], settings, _toolkit(), Cache(tmp_path / "c"))["long"]
+    cut = len(head)
+    visible_words = sum(1 for t in FakeTagger().tokens(head) if t.pos != "PUNCT")
+    assert any(p.edits for p in made)
+    for p in made:
+        assert all(e.char_start + len(e.original) <= cut for e in p.edits)  # no swap past the cut
+        assert p.text.endswith(long_doc.text[cut:])  # the unread tail is untouched
+        assert p.n_words == visible_words  # band shares count the words read
+    # the same document under a longer limit is perturbed over all of it (another cache key)
+    settings.generate = GenerateSettings(max_input_words=limit * 2)
+    whole = make_perturbations([long_doc], settings, _toolkit(), Cache(tmp_path / "c"))["long"]
+    assert all(p.n_words > visible_words for p in whole)
