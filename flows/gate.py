@@ -204,18 +204,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", type=int, default=None, help="perturbations per strength")
     add_common_arguments(parser)
     args = parser.parse_args(argv)
-    decision = gate_flow(
-        candidate=args.candidate,
-        production=args.production,
-        params=args.params,
-        corpus=args.corpus,
-        out=args.out,
-        limit=args.limit,
-        k=args.k,
-        workers=args.workers,
-        dask_address=args.dask_address,
-        chunk_size=args.chunk_size,
-    )
+    try:
+        decision = gate_flow(
+            candidate=args.candidate,
+            production=args.production,
+            params=args.params,
+            corpus=args.corpus,
+            out=args.out,
+            limit=args.limit,
+            k=args.k,
+            workers=args.workers,
+            dask_address=args.dask_address,
+            chunk_size=args.chunk_size,
+        )
+    except Exception as exc:  # e.g. decision.json could not be written: never exit 0 or 1
+        print(f"ERROR (exit 2): {error_message(exc)}", file=sys.stderr)
+        return 2
     for reason in decision.reasons:
         print(f"- {reason}")
     print(f"{decision.decision.upper()} (exit {decision.exit_code})")

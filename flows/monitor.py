@@ -218,17 +218,27 @@ def monitor_flow(
         logger.error("the monitor could not run: %s", error_message(exc))
         result |= {"decision": "error", "reasons": [f"could not monitor: {error_message(exc)}"]}
     result["n_samples"] = len(result.get("samples", []))
-    if store is not None:
+    try:
+        if store is not None:
+            try:
+                result["trend"] = record_run_task(store, result, started)
+            except Exception as exc:  # e.g. the store went away: the run is an error, not a crash
+                result["reasons"].append(f"could not record the run in the sample store: {exc}")
+                result["decision"] = "error"
+                result["trend"] = []
+        write_json_task(str(Path(out_dir) / "monitor.json"), result)
         try:
-            result["trend"] = record_run_task(store, result, started)
-        except Exception as exc:  # e.g. the store went away: the run is an error, not a crash
-            result["reasons"].append(f"could not record the run in the sample store: {exc}")
+            write_monitor_reports_task(out_dir, result)
+        except Exception as exc:  # a verdict without its report fails closed, in the store too
             result["decision"] = "error"
-            result["trend"] = []
-        finally:
+            result["reasons"].append(f"could not write the report: {error_message(exc)}")
+            write_json_task(str(Path(out_dir) / "monitor.json"), result)
+            if result.get("trend"):
+                store.mark_run_failed(result["run_id"], result["reasons"])
+            raise
+    finally:
+        if store is not None:
             store.close()
-    write_json_task(str(Path(out_dir) / "monitor.json"), result)
-    write_monitor_reports_task(out_dir, result)
     try:
         markdown_artifact_task(
             monitor_markdown(result), "hss-monitor", f"hss-gate monitor: {result['decision']}"
@@ -252,16 +262,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="default: monitor.out")
     add_common_arguments(parser)
     args = parser.parse_args(argv)
-    result = monitor_flow(
-        samples=args.samples,
-        model=args.model,
-        sample_size=args.sample_size,
-        params=args.params,
-        out=args.out,
-        workers=args.workers,
-        dask_address=args.dask_address,
-        chunk_size=args.chunk_size,
-    )
+    try:
+        result = monitor_flow(
+            samples=args.samples,
+            model=args.model,
+            sample_size=args.sample_size,
+            params=args.params,
+            out=args.out,
+            workers=args.workers,
+            dask_address=args.dask_address,
+            chunk_size=args.chunk_size,
+        )
+    except Exception as exc:  # e.g. the reports could not be written: never exit 0 or 1
+        print(f"ERROR (exit 2): {error_message(exc)}", file=sys.stderr)
+        return 2
     for reason in result["reasons"]:
         print(f"- {reason}")
     code = EXIT_CODES[result["decision"]]

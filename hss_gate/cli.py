@@ -559,6 +559,7 @@ def monitor(
             traceback.print_exc()
         result["decision"] = "error"
         result["reasons"].append(f"could not write the report: {type(exc).__name__}: {exc}")
+        _mark_run_failed(store, result)
         try:
             write_json_atomic(out_dir / "monitor.json", result)
         except Exception as again:
@@ -589,6 +590,19 @@ def _record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> lis
         result["reasons"].append(f"could not record the run in the sample store: {message}")
         result["decision"] = "error"
         return []
+
+
+def _mark_run_failed(store: Any, result: dict[str, Any]) -> None:
+    """The stored run of a monitor whose reports failed says "error" too; never raises."""
+    if store is None or not result.get("trend"):
+        return  # nothing was recorded
+    try:
+        store.mark_run_failed(result["run_id"], result["reasons"])
+        for run in result["trend"]:
+            if run["run_id"] == result["run_id"]:
+                run["decision"], run["details"] = "error", {"reasons": list(result["reasons"])}
+    except Exception as exc:
+        result["reasons"].append(f"the stored run still has its earlier verdict: {exc}")
 
 
 def _train_factcc(weights: Path, corpus: str, encode: Any) -> None:

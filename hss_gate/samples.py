@@ -498,6 +498,22 @@ class SampleStore:
                 f"{self.url}: cannot record the monitor run: {self._why(exc)}"
             ) from exc
 
+    def mark_run_failed(self, run_id: str, reasons: list[str]) -> None:
+        """Turn a recorded run's verdict into "error" (its reports could not be written)."""
+        update = (
+            sa.update(MONITOR_RUNS)
+            .where(MONITOR_RUNS.c.run_id == run_id)
+            .values(decision="error", details={"reasons": list(reasons)})
+        )
+        try:
+            with self._engine.begin() as conn:
+                if conn.execute(update).rowcount != 1:
+                    raise StoreError(f"{self.url}: monitor run {run_id!r} is not recorded")
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(
+                f"{self.url}: cannot mark monitor run {run_id!r} failed: {self._why(exc)}"
+            ) from exc
+
     def runs(self, limit: int = 100) -> list[MonitorRun]:
         """The latest monitor runs, newest first (by started_at, then recording order)."""
         if limit < 0:

@@ -298,6 +298,50 @@ def test_monitor_flow_with_an_empty_store_is_an_error_and_is_recorded(workspace,
     assert json.loads((tmp_path / "monitor" / "monitor.json").read_text())["decision"] == "error"
 
 
+def test_monitor_flow_whose_report_fails_marks_the_stored_run_failed(
+    workspace, tmp_path, monkeypatch
+):
+    from flows.monitor import monitor_flow
+    from hss_gate.samples import SampleStore
+
+    def broken_html(result):
+        raise TypeError("injected: html")
+
+    monkeypatch.setattr("hss_gate.decision_report.monitor_html", broken_html)
+    url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
+    with pytest.raises(TypeError, match="injected"):
+        monitor_flow(
+            samples=url,
+            model=MODEL,
+            params=PARAMS,
+            out=str(tmp_path / "monitor"),
+            overrides=workspace["overrides"],
+        )
+    written = json.loads((tmp_path / "monitor" / "monitor.json").read_text())
+    assert written["decision"] == "error"
+    assert any("could not write the report" in r for r in written["reasons"])
+    with SampleStore(url) as store:
+        runs = store.runs()
+    assert [r.decision for r in runs] == ["error"]
+    assert runs[0].details["reasons"] == written["reasons"]
+
+
+@pytest.mark.parametrize("module", ["flows.gate", "flows.monitor"])
+def test_flow_command_line_exits_2_when_the_flow_raises(module, monkeypatch, capsys):
+    import importlib
+
+    flow_module = importlib.import_module(module)
+    flow_name = module.split(".")[1] + "_flow"
+
+    def broken_flow(**kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(flow_module, flow_name, broken_flow)
+    argv = ["--candidate", MODEL] if module == "flows.gate" else []
+    assert flow_module.main(argv) == 2
+    assert "No space left on device" in capsys.readouterr().err
+
+
 def test_metrics_stage_rescores_the_reference_under_other_constants(workspace):
     own = pd.read_csv(workspace["baseline"] / "production_scores.csv")
     committed = pd.read_csv(workspace["production"] / "production_scores.csv")
