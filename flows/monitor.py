@@ -166,12 +166,15 @@ def monitor_flow(
 
     logger = get_run_logger()
     started = dt.datetime.now(dt.UTC)
-    result: dict[str, Any] = {"run_id": uuid.uuid4().hex[:12], "model": model or ""}
+    from hss_gate.summarizers import redacted_uri
+
+    result: dict[str, Any] = {"run_id": uuid.uuid4().hex[:12], "model": redacted_uri(model or "")}
     out_dir, store = out or "outputs/monitor", None
     try:
         settings = load_settings_task(params, overrides)
         out_dir = out or settings.monitor.out
-        result["model"] = model = model or settings.run.production_model
+        model = model or settings.run.production_model
+        result["model"] = redacted_uri(model)
         size = sample_size or settings.monitor.sample_size
         if size < 1:
             raise InputError("sample_size must be at least 1")

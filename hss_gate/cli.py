@@ -237,7 +237,15 @@ def baseline(
     if stage in ("scores", "all"):
         result, meta, _ = run_scoring(
             model or settings.run.production_model,
-            params, corpus, None, None, None, None, out, None, baseline=True,
+            params,
+            corpus,
+            None,
+            None,
+            None,
+            None,
+            out,
+            None,
+            baseline=True,
         )
         write_outputs(reference, result, meta)
         console.print(f"wrote {reference}/ in {meta['wall_time_s']} s")
@@ -292,7 +300,7 @@ def _run_gate(
     )
     from hss_gate.report import write_outputs
     from hss_gate.runner import score_model
-    from hss_gate.summarizers import load_summarizer
+    from hss_gate.summarizers import load_summarizer, redacted_uri
     from hss_gate.toolkit import real_toolkit
 
     production = production or settings.run.production_model
@@ -302,7 +310,7 @@ def _run_gate(
         load_summarizer(uri, settings, tools.embedder)
     results = {}
     for role, uri in (("candidate", candidate), ("production", production)):
-        console.print(f"[bold]{role}[/] {uri}", highlight=False)
+        console.print(f"[bold]{role}[/] {redacted_uri(uri)}", highlight=False)
         with _progress() as progress:
             result, meta = score_model(
                 uri, docs, settings, norm, tools=tools, progress=_progress_factory(progress)
@@ -311,9 +319,7 @@ def _run_gate(
         results[role] = result
     cand, prod = results["candidate"], results["production"]
     comparison = compare_runs(cand, prod, settings)
-    checks = run_gate_checks(
-        gate_tables(cand, comparison), settings, docs, out_dir / "data_docs"
-    )
+    checks = run_gate_checks(gate_tables(cand, comparison), settings, docs, out_dir / "data_docs")
     variant = "aware" if settings.score.perturbation_aware else "raw"
     drift = score_drift(
         score_frame(prod, variant),
@@ -326,9 +332,7 @@ def _run_gate(
     decision = gate_decision(
         comparison, checks, drift, settings, **decision_context(candidate, production)
     )
-    examples = moved_most(
-        cand.documents, prod.documents, (cand.summaries, prod.summaries)
-    )
+    examples = moved_most(cand.documents, prod.documents, (cand.summaries, prod.summaries))
     return decision, examples
 
 
@@ -404,8 +408,12 @@ SamplesOpt = Annotated[
 @samples_app.command("ingest")
 @guarded
 def samples_ingest(
-    file: Annotated[Path, typer.Argument(help="JSONL or CSV: sample_id, document, summary, "
-                                               "model_id, timestamp, category")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL or CSV: sample_id, document, summary, model_id, timestamp, category"
+        ),
+    ],
     samples: SamplesOpt = None,
     skip_bad: Annotated[
         bool, typer.Option(help="ingest the valid rows and list the bad ones (exit 1)")
@@ -447,8 +455,13 @@ def samples_runs(
         ci = "" if run.ci_low is None else f"{run.ci_low:.3f}-{run.ci_high:.3f}"
         mean = "" if run.mean_hss is None else f"{run.mean_hss:.3f}"
         table.add_row(
-            run.started_at.isoformat(timespec="seconds"), run.model, str(run.n_samples), mean,
-            ci, ", ".join(run.drifted_columns) or "no", run.decision,
+            run.started_at.isoformat(timespec="seconds"),
+            run.model,
+            str(run.n_samples),
+            mean,
+            ci,
+            ", ".join(run.drifted_columns) or "no",
+            run.decision,
         )
     out_console.print(table)
 
@@ -491,8 +504,12 @@ def _run_monitor(
     variant = "aware" if settings.score.perturbation_aware else "raw"
     current = live_frame(score_frame(result, variant), live)
     drift = score_drift(
-        reference, current, settings.monitor.drift_columns, settings.monitor.drift_share,
-        out_dir, f"live traffic of {model} against the production reference",
+        reference,
+        current,
+        settings.monitor.drift_columns,
+        settings.monitor.drift_share,
+        out_dir,
+        f"live traffic of {model} against the production reference",
     )
     rise = monitor_severity(current, reference, settings)
     checks = run_monitor_checks(current, settings, out_dir / "data_docs")
@@ -527,12 +544,15 @@ def monitor(
     from hss_gate.monitor import EXIT_CODES
 
     started = dt.datetime.now(dt.UTC)
-    result: dict[str, Any] = {"run_id": uuid.uuid4().hex[:12], "model": model or ""}
+    from hss_gate.summarizers import redacted_uri
+
+    result: dict[str, Any] = {"run_id": uuid.uuid4().hex[:12], "model": redacted_uri(model or "")}
     out_dir, store = Path(out or "outputs/monitor"), None
     try:
         settings = _settings(params)
         out_dir = Path(out or settings.monitor.out)
-        result["model"] = model = model or settings.run.production_model
+        model = model or settings.run.production_model
+        result["model"] = redacted_uri(model)
         size = sample_size or settings.monitor.sample_size
         if size < 1:
             raise InputError("--sample-size must be at least 1")
@@ -762,13 +782,20 @@ def experiment(
             progress=_progress_factory(progress),
         )
     stated = yaml.safe_dump(
-        {"perturb": settings.perturb.model_dump(mode="json"),
-         "experiment": exp.model_dump(mode="json")},
+        {
+            "perturb": settings.perturb.model_dump(mode="json"),
+            "experiment": exp.model_dump(mode="json"),
+        },
         sort_keys=False,
     )
     write_report(
-        out_dir, result.tables, stated, result.notes,
-        localization_section(result.localization), result.documents, result.tables["strength"],
+        out_dir,
+        result.tables,
+        stated,
+        result.notes,
+        localization_section(result.localization),
+        result.documents,
+        result.tables["strength"],
     )
     write_csv_atomic(out_dir / "documents.csv", result.documents)
     write_text_atomic(out_dir / "localization.json", json.dumps(result.localization, indent=1))

@@ -110,9 +110,11 @@ def monitor_severity(
 
 def decision_context(candidate: str, production: str | None) -> dict[str, str]:
     """Who was compared, when, by which hss-gate version (a Decision's context fields)."""
+    from hss_gate.summarizers import redacted_uri
+
     return {
-        "candidate": candidate,
-        "production": production or "",
+        "candidate": redacted_uri(candidate),
+        "production": redacted_uri(production or ""),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "hss_gate_version": __version__,
     }

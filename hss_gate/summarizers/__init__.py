@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
+import re
+
 from hss_gate.embedding import Embedder
 from hss_gate.errors import ModelError
 from hss_gate.settings import HssSettings
 from hss_gate.summarizers.base import FakeSummarizer, Summarizer
 
 SCHEMES = ("gguf", "hf", "extractive", "openai")
+_PASSWORD = re.compile(r"(://[^/@\s]*?:)[^/@\s]*@")
+_SECRET_QUERY = re.compile(r"(?i)([?&;][^=&#;]*(?:key|token|secret|passw|auth)[^=&#;]*=)[^&#;]*")
+
+
+def redacted_uri(uri: str) -> str:
+    """The model URI with any password or secret-looking query value replaced by ***."""
+    return _SECRET_QUERY.sub(r"\1***", _PASSWORD.sub(r"\1***@", uri))
 
 
 def load_summarizer(
     uri: str, settings: HssSettings, embedder: Embedder | None = None
 ) -> Summarizer:
     """Build (lazily loading) the summarizer a model URI names."""
+    if redacted_uri(uri) != uri:  # URIs are written into reports, decisions and logs
+        raise ModelError(
+            f"model URI '{redacted_uri(uri)}' carries a credential; model URIs are written into "
+            "reports and logs, so pass secrets through the environment (HSS_OPENAI_API_KEY)"
+        )
     scheme, sep, target = uri.partition(":")
     if not sep or not target or scheme not in (*SCHEMES, "fake"):
         raise ModelError(
-            f"invalid model URI '{uri}': expected one of "
+            f"invalid model URI '{redacted_uri(uri)}': expected one of "
             + ", ".join(f"{s}:<...>" for s in SCHEMES)
         )
     if scheme == "gguf":

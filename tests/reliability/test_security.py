@@ -679,6 +679,55 @@ def test_gate_with_an_openai_candidate_keeps_the_key_out_of_every_output(
     assert _no_secret_anywhere(out, result.output) == []
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        f"openai:http://user:{SECRET}@127.0.0.1:9/v1",
+        f"openai:https://127.0.0.1:9/v1?api_key={SECRET}",
+        f"openai:http://127.0.0.1:9/v1?x=1&access_token={SECRET}",
+    ],
+)
+def test_a_model_uri_with_a_credential_is_refused_without_echoing_it(uri, monkeypatch, tmp_path):
+    """Model URIs go into decision.json, reports and logs, so one carrying a secret is refused."""
+    from typer.testing import CliRunner
+
+    from hss_gate.cli import app
+    from hss_gate.settings import HssSettings
+    from hss_gate.summarizers import load_summarizer, redacted_uri
+
+    assert SECRET not in redacted_uri(uri) and "***" in redacted_uri(uri)
+    with pytest.raises(ModelError, match="carries a credential") as error:
+        load_summarizer(uri, HssSettings())
+    assert SECRET not in str(error.value)
+
+    monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "gate"
+    args = ["gate", "--candidate", uri, "--production", "extractive:lead-3"]
+    result = CliRunner().invoke(app, [*args, "--limit", "1", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    decision = json.loads((out / "decision.json").read_text())
+    assert decision["decision"] == "error" and "carries a credential" in decision["reasons"][0]
+    assert decision["candidate"] == redacted_uri(uri)
+    assert _no_secret_anywhere(out, result.output) == []
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "openai:http://127.0.0.1:8000/v1",
+        "openai:https://user@api.example.com/v1",
+        "gguf:smollm2-135m-instruct",
+        "hf:sshleifer/distilbart-cnn-12-6",
+        "extractive:lead-3",
+    ],
+)
+def test_a_model_uri_without_a_credential_is_kept_as_given(uri):
+    from hss_gate.summarizers import redacted_uri
+
+    assert redacted_uri(uri) == uri
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
