@@ -14,7 +14,7 @@ from hss_gate.cache import Cache, content_key
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
 from hss_gate.embedding import Embedder
-from hss_gate.language import Token
+from hss_gate.language import Token, looks_non_english
 from hss_gate.normalization import Normalization
 from hss_gate.perturb import Candidate, Edit, Perturbation, find_candidates, perturb
 from hss_gate.restore import restore_swaps
@@ -314,12 +314,19 @@ def _degenerate_input_warnings(
     perturbations: dict[str, list[Perturbation]],
     summary_rows: list[dict[str, Any]],
 ) -> list[str]:
-    """Inputs whose HSS of 0 measures nothing: no swap possible, empty or constant summaries."""
+    """Inputs whose HSS measures nothing: not English, no swap possible, empty or constant
+    summaries."""
+    foreign = {doc.doc_id for doc in docs if looks_non_english(doc.text)}
     out = [
-        f"{doc.doc_id}: no word could be swapped (only names, numbers or stop words, too short, "
-        "or not English?); its distances are 0 by construction and its HSS measures nothing"
+        f"{doc_id}: does not look like English; the pipeline's models (spaCy en, GloVe, "
+        "WordNet, SBERT MiniLM) are English-only, so its swaps and HSS are not comparable"
+        for doc_id in sorted(foreign)
+    ]
+    out += [
+        f"{doc.doc_id}: no word could be swapped (only names, numbers or stop words, or too "
+        "short); its distances are 0 by construction and its HSS measures nothing"
         for doc in docs
-        if not any(p.edits for p in perturbations[doc.doc_id])
+        if doc.doc_id not in foreign and not any(p.edits for p in perturbations[doc.doc_id])
     ]
     empty = [row for row in summary_rows if not row["summary"].strip()]
     if empty:

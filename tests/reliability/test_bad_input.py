@@ -50,6 +50,7 @@ from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 pytestmark = pytest.mark.integration
 
 NEWS = {"doc_id": "n1", "category": "news", "tier": "simple", "text": TEXT}
+QAGS = REPO.parent / "shared" / "data" / "external" / "qags_mturk_cnndm.jsonl"
 LEGAL = {"doc_id": "l1", "category": "legal", "text": TEXT.replace("council", "court")}
 SAMPLE = {
     "sample_id": "s1",
@@ -289,7 +290,7 @@ def test_document_without_eligible_words_warns(real_settings, real_toolkit):
 
 
 def test_non_english_text_is_scored_with_a_warning(real_settings, real_toolkit):
-    """The pipeline is English-only (spaCy en, GloVe, WordNet): other languages get no swaps."""
+    """The pipeline is English-only (spaCy en, GloVe, WordNet): other languages are named."""
     german = (
         "Die Stadtverwaltung hat am Montag einen neuen Haushalt beschlossen. Die Ausgaben für "
         "Schulen steigen um zwölf Prozent. Viele Bürger begrüßten die Entscheidung."
@@ -298,13 +299,60 @@ def test_non_english_text_is_scored_with_a_warning(real_settings, real_toolkit):
     docs = [
         Document(doc_id="de", category="news", text=german),
         Document(doc_id="zh", category="news", text=chinese),
+        Document(doc_id="en", category="news", text=TEXT),
     ]
     norm = load_normalization(REPO / real_settings.score.normalization)
     result = score_documents(docs, FakeSummarizer(), real_settings, real_toolkit, Cache(None), norm)
-    assert all(p["n_edits"] == 0 for p in result.perturbations)
-    assert [d["hss"] for d in result.documents] == [0.0, 0.0]
-    for doc_id in ("de", "zh"):
-        assert any(w.startswith(f"{doc_id}: no word could be swapped") for w in result.warnings)
+    assert all(p["n_edits"] == 0 for p in result.perturbations if p["doc_id"] != "en")
+    flagged = {w.split(":")[0] for w in result.warnings if "does not look like English" in w}
+    assert flagged == {"de", "zh"}
+
+
+ENGLISH_NEWS = (
+    "The city council approved a new budget on Monday. Spending on schools will rise by twelve "
+    "percent, and the mayor said that the city would invest more in education over the next "
+    "five years. Many residents welcomed the decision at a public meeting."
+)
+OTHER_LANGUAGES = {
+    "fr": "Le conseil municipal a adopté lundi un nouveau budget. Les dépenses pour les écoles "
+    "augmentent de douze pour cent. De nombreux citoyens ont salué la décision, et le maire a "
+    "déclaré que la ville investirait davantage dans l'éducation.",
+    "es": "El ayuntamiento aprobó el lunes un nuevo presupuesto. El gasto en escuelas aumenta un "
+    "doce por ciento. Muchos ciudadanos celebraron la decisión y el alcalde dijo que la ciudad "
+    "invertirá más en educación en el futuro.",
+    "ru": "Городской совет в понедельник утвердил новый бюджет. Расходы на школы увеличиваются "
+    "на двенадцать процентов.",
+    "zh": "市政府星期一通过了新的预算。",
+}
+
+
+@pytest.mark.parametrize("language", list(OTHER_LANGUAGES))
+def test_other_languages_are_detected(language):
+    from hss_gate.language import looks_non_english
+
+    assert looks_non_english(OTHER_LANGUAGES[language])
+
+
+def test_english_documents_are_not_flagged():
+    from hss_gate.language import looks_non_english
+
+    assert not looks_non_english(ENGLISH_NEWS)
+    assert not looks_non_english("Revenue rose 5%.")  # too short to judge by words
+    assert not looks_non_english("")
+    flagged = [
+        d.doc_id
+        for d in load_corpus(REPO / "data/reference/corpus.jsonl")
+        if looks_non_english(d.text)
+    ]
+    assert flagged == []
+
+
+@pytest.mark.skipif(not QAGS.is_file(), reason="../shared/data/external is not present")
+def test_english_news_from_qags_is_not_flagged():
+    from hss_gate.language import looks_non_english
+
+    articles = [json.loads(line)["article"] for line in QAGS.read_text().splitlines()[:200]]
+    assert sum(looks_non_english(a) for a in articles) == 0
 
 
 def test_long_document_is_truncated_for_the_summarizer_with_a_warning(
