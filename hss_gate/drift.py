@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html as html_lib
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,8 @@ from hss_gate.errors import HssError, InputError
 
 MIN_ROWS = 2
 """Fewest rows (and non-null values per column) in each frame for a drift test."""
+PLAIN_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""Column names Evidently may show: its report inserts them into the page unescaped."""
 
 
 class DriftError(HssError):
@@ -95,6 +98,9 @@ def _usable(
     cur_out: dict[str, pd.Series] = {}
     skipped: list[str] = []
     for column in dict.fromkeys(columns):
+        if not PLAIN_COLUMN.fullmatch(column):
+            skipped.append(f"{column!r}: not a plain column name (letters, digits, _)")
+            continue
         missing = [
             name
             for name, df in (("reference", reference), ("current", current))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import html
 import logging
 import math
 import os
@@ -458,7 +459,8 @@ def _referenced_columns(spec: ExpectationSpec) -> list[str]:
 
 
 def _prepare(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy with bool columns (also object columns of bools) cast to float, index reset."""
+    """A copy with bool columns (also object columns of bools) cast to float, strings
+    HTML-escaped (see `_for_gx`), index reset."""
     import pandas as pd
 
     out = df.reset_index(drop=True).copy()
@@ -466,12 +468,41 @@ def _prepare(df: pd.DataFrame) -> pd.DataFrame:
         series = out[column]
         if pd.api.types.is_bool_dtype(series.dtype):
             out[column] = series.astype(float)
-        elif series.dtype == object:
+        elif series.dtype == object or pd.api.types.is_string_dtype(series.dtype):
             values = series.dropna()
             if len(values) and all(isinstance(v, bool) for v in values):
                 out[column] = series.map(lambda v: float(v) if isinstance(v, bool) else None)
                 out[column] = out[column].astype(float)
+            else:
+                out[column] = series.map(_for_gx).astype(object)
     return out
+
+
+_STRUCTURAL_KEYS = frozenset({"column", "type", "operator", "name"})
+
+
+def _for_gx(value: Any) -> Any:
+    """Strings HTML-escaped for GX, whose Data Docs insert values, value sets and descriptions
+    into the page unescaped. Escaping is one-to-one, so equality checks are unchanged; the
+    observed and unexpected values are unescaped back (`_from_gx`)."""
+    if isinstance(value, str):
+        return html.escape(value, quote=True)
+    if isinstance(value, list | tuple):
+        return [_for_gx(v) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k in _STRUCTURAL_KEYS else _for_gx(v) for k, v in value.items()}
+    return value
+
+
+def _from_gx(value: Any) -> Any:
+    """The inverse of `_for_gx` on what GX reports back."""
+    if isinstance(value, str):
+        return html.unescape(value)
+    if isinstance(value, list | tuple):
+        return [_from_gx(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _from_gx(v) for k, v in value.items()}
+    return value
 
 
 @functools.cache
@@ -674,8 +705,8 @@ def _validate_tables(
             try:
                 expectations.append(
                     cls(
-                        **spec.kwargs,
-                        description=spec.description,
+                        **_for_gx(spec.kwargs),
+                        description=_for_gx(spec.description),
                         meta={"hss_gate": {"index": i, "name": spec.name, "kind": spec.kind}},
                     )
                 )
@@ -719,7 +750,7 @@ def _validate_tables(
                 if i not in sent:
                     continue
                 spec = specs[i]
-                observed, unexpected = _observed(spec, gx_result)
+                observed, unexpected = _from_gx(_observed(spec, gx_result))
                 success = bool(gx_result.success) and not (
                     isinstance(observed, str) and observed.startswith("GX error")
                 )

@@ -6,10 +6,17 @@ Nested keys use a double underscore: HSS_PERTURB__TAU=0.7 overrides perturb.tau.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from hss_gate.errors import InputError
@@ -133,7 +140,9 @@ class MonitorSettings(BaseModel):
     margin: float = Field(
         0.05, ge=0.0, le=1.0, description="severity rise: live mean HSS above the reference's"
     )
-    drift_columns: list[str] = Field(  # the gate's drift report uses the same columns
+    drift_columns: list[  # score table columns; the gate's drift report uses the same ones
+        Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    ] = Field(
         default_factory=lambda: [
             "hss",
             "mean_distance",

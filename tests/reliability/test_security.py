@@ -1262,6 +1262,69 @@ def test_drift_report_title_is_escaped(tmp_path):
     assert PAYLOAD.split(" ")[0] in visible_text(dom)
 
 
+def _payload_effects(dom: str) -> list[str]:
+    """For pages that carry their own scripts (GX, Evidently): what the payload ran or planted."""
+    parser = _Elements()
+    parser.feed(dom)
+    found = [marker for marker in RAN if marker in dom]
+    for tag, attrs in parser.elements:
+        found += [
+            f"<{tag} {a}=...>"
+            for a, v in attrs.items()
+            if a.startswith("on") and "__pwned" in (v or "")
+        ]
+        if tag == "img" and attrs.get("src") == "x":
+            found.append("<img src=x>")
+    return found
+
+
+@pytest.mark.integration
+def test_great_expectations_data_docs_escape_ids_and_categories(tmp_path):
+    """Data Docs list unexpected values: hostile document ids and categories stay text."""
+    from hss_gate.expectations import run_suites
+    from tests.unit.test_expectations import CATS, clean_tables, specs_for
+
+    tables = clean_tables()
+    documents = tables["documents"]
+    documents.loc[[0, 1], "doc_id"] = PAYLOAD  # duplicate ids: listed as unexpected values
+    documents.loc[2, "category"] = PAYLOAD  # a category outside the expected set
+    docs_dir = tmp_path / "data_docs"
+    results = run_suites(tables, specs_for(categories=[*CATS, PAYLOAD]), docs_dir=docs_dir)
+    failed = {r.name for r in results if not r.success}
+    assert "doc_id_unique" in failed
+    pages = sorted(docs_dir.rglob("*.html"))
+    assert len(pages) >= 2  # the index and at least one validation result page
+    shown = 0
+    for page in pages:
+        dom = rendered_dom(page)
+        assert _payload_effects(dom) == [], page.relative_to(docs_dir)
+        shown += "window.__pwned=1" in visible_text(dom)
+    assert shown >= 1  # the payload is on some page, as text
+
+
+@pytest.mark.integration
+def test_evidently_drift_report_escapes_the_title_and_skips_hostile_column_names(tmp_path):
+    """Evidently inserts column names into its page unescaped (measured: the payload ran), so a
+    column name that is not plain is skipped, and params.yaml refuses it."""
+    import numpy as np
+
+    from hss_gate.drift import drift_report
+    from hss_gate.settings import MonitorSettings
+
+    rng = np.random.default_rng(0)
+    reference = pd.DataFrame({PAYLOAD: rng.normal(0, 1, 40), "hss": rng.normal(0, 1, 40)})
+    current = pd.DataFrame({PAYLOAD: rng.normal(2, 1, 40), "hss": rng.normal(0, 1, 40)})
+    result = drift_report(
+        reference, current, [PAYLOAD, "hss"], drift_share=0.5, out_dir=tmp_path, title=PAYLOAD
+    )
+    assert [c.column for c in result.columns] == ["hss"]
+    assert any("not a plain column name" in reason for reason in result.skipped)
+    dom = rendered_dom(tmp_path / "drift.html")
+    assert _payload_effects(dom) == []
+    with pytest.raises(ValueError, match="drift_columns"):
+        MonitorSettings(drift_columns=["hss", PAYLOAD])
+
+
 def test_every_html_writer_is_covered():
     """The HTML writers in the code: a new one must get a browser test here."""
     writers = set()
@@ -1274,8 +1337,8 @@ def test_every_html_writer_is_covered():
         "decision.html",  # test_gate_decision_html_escapes_every_text
         "monitor.html",  # test_monitor_html_escapes_every_text
         "report.html",  # test_experiment_report_html_escapes_every_text_and_the_localization
-        "drift.html",  # Evidently's page; our title: test_drift_report_title_is_escaped
-        "index.html",  # Great Expectations Data Docs (numbers and check names only)
+        "drift.html",  # test_evidently_drift_report_escapes_column_names_and_title
+        "index.html",  # test_great_expectations_data_docs_escape_ids_and_categories
         "{name}.html",  # drift.py: the drift report's file name
         "GEMMA_TERMS.html",  # a licence file inside a model wheel (model_store.py comment)
     }, sorted(writers)
