@@ -260,7 +260,8 @@ def run_experiment(
             progress,
         )
         notes.append(
-            f"ablations: {exp.ablation_model} on the first {exp.ablation_documents} documents"
+            f"ablations: {exp.ablation_model} on the first "
+            f"{min(exp.ablation_documents, len(docs))} documents"
         )
     localization = localization_items(results, documents, embed, exp.localization_documents, words)
     return ExperimentResult(tables, documents, perturbations, notes, localization)
