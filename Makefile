@@ -35,6 +35,7 @@ experiment:  # the paper's analysis (params.yaml `experiment`): hours cold on 2 
 
 lint:
 	$(VENV)/ruff check hss_gate tests flows scripts
+	$(VENV)/ruff format --check hss_gate tests flows scripts
 
 test: setup lint
 	$(VENV)/python -m pytest -m "unit or integration or slow" -q

@@ -124,8 +124,13 @@ def decision_markdown(decision: Decision) -> str:
         lines += _md_table(
             ["category", "candidate", "production", "delta", "n"],
             [
-                [c["category"], _num(c["candidate_hss"]), _num(c["production_hss"]),
-                 f"{c['delta']:+.3f}", c["n"]]
+                [
+                    c["category"],
+                    _num(c["candidate_hss"]),
+                    _num(c["production_hss"]),
+                    f"{c['delta']:+.3f}",
+                    c["n"],
+                ]
                 for c in m["categories"]
             ],
         )
@@ -169,9 +174,11 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
             + "</ul>"
         )
     if m.get("signals"):
-        parts.append("<h2>Signals</h2><p>Means over documents; difference = candidate - "
-                     "production with a paired bootstrap CI. HSS is shown beside rewriting "
-                     "(1 - extractiveness): a paraphrasing model moves more.</p>")
+        parts.append(
+            "<h2>Signals</h2><p>Means over documents; difference = candidate - "
+            "production with a paired bootstrap CI. HSS is shown beside rewriting "
+            "(1 - extractiveness): a paraphrasing model moves more.</p>"
+        )
         parts.append(
             _html_table(
                 ["signal", "candidate", "production", "difference [CI]"],
@@ -184,8 +191,13 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
             _html_table(
                 ["category", "candidate", "production", "delta", "n"],
                 [
-                    [c["category"], _num(c["candidate_hss"]), _num(c["production_hss"]),
-                     f"{c['delta']:+.3f}", c["n"]]
+                    [
+                        c["category"],
+                        _num(c["candidate_hss"]),
+                        _num(c["production_hss"]),
+                        f"{c['delta']:+.3f}",
+                        c["n"],
+                    ]
                     for c in m["categories"]
                 ],
             )
@@ -208,11 +220,23 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
         parts.append("<h2>Documents that moved most</h2>")
         parts.append(
             _html_table(
-                ["document", "category", "HSS cand.", "HSS prod.", "candidate summary",
-                 "production summary"],
                 [
-                    [e["doc_id"], e["category"], _num(e["hss_candidate"]),
-                     _num(e["hss_production"]), e["summary_candidate"], e["summary_production"]]
+                    "document",
+                    "category",
+                    "HSS cand.",
+                    "HSS prod.",
+                    "candidate summary",
+                    "production summary",
+                ],
+                [
+                    [
+                        e["doc_id"],
+                        e["category"],
+                        _num(e["hss_candidate"]),
+                        _num(e["hss_production"]),
+                        e["summary_candidate"],
+                        e["summary_production"],
+                    ]
                     for e in examples
                 ],
             )
@@ -224,16 +248,21 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
 def _drift_html(drift: Mapping[str, Any]) -> str:
     columns = drift.get("columns", [])
     rows = [
-        [c["column"], "drift" if c["drifted"] else "no drift", c.get("method", ""),
-         _num(c.get("score"))]
+        [
+            c["column"],
+            "drift" if c["drifted"] else "no drift",
+            c.get("method", ""),
+            _num(c.get("score")),
+        ]
         for c in columns
     ]
     return (
         f"<h2>Drift (Evidently)</h2><p>{'Drift' if drift.get('drifted') else 'No drift'}: "
         f"{html.escape(str(drift.get('share', '')))} of the columns drifted. Full report: "
         "<a href='drift.html'>drift.html</a></p>"
-        + _html_table(["column", "result", "method", "score"], rows,
-                      [c["drifted"] for c in columns])
+        + _html_table(
+            ["column", "result", "method", "score"], rows, [c["drifted"] for c in columns]
+        )
     )
 
 
@@ -292,8 +321,10 @@ def monitor_markdown(result: Mapping[str, Any]) -> str:
         lines += ["", "**Recent runs**", ""]
         lines += _md_table(
             ["started", "samples", "mean HSS", "drift", "decision"],
-            [[t["started_at"], t["n_samples"], _num(t["mean_hss"]), t["drift"], t["decision"]]
-             for t in result["trend"]],
+            [
+                [t["started_at"], t["n_samples"], _num(t["mean_hss"]), t["drift"], t["decision"]]
+                for t in result["trend"]
+            ],
         )
     return "\n".join(lines) + "\n"
 
@@ -337,8 +368,16 @@ def monitor_html(result: Mapping[str, Any]) -> str:
         parts.append(
             _html_table(
                 ["started", "samples", "mean HSS", "drift", "decision"],
-                [[t["started_at"], t["n_samples"], _num(t["mean_hss"]), t["drift"],
-                  t["decision"]] for t in result["trend"]],
+                [
+                    [
+                        t["started_at"],
+                        t["n_samples"],
+                        _num(t["mean_hss"]),
+                        t["drift"],
+                        t["decision"],
+                    ]
+                    for t in result["trend"]
+                ],
             )
         )
     if result.get("samples"):
@@ -346,8 +385,16 @@ def monitor_html(result: Mapping[str, Any]) -> str:
         parts.append(
             _html_table(
                 ["sample", "category", "HSS", "live summary unsupported", "live summary"],
-                [[s["doc_id"], s["category"], _num(s.get("hss")), s.get("live_unsupported", ""),
-                  s.get("live_summary", "")] for s in result["samples"]],
+                [
+                    [
+                        s["doc_id"],
+                        s["category"],
+                        _num(s.get("hss")),
+                        s.get("live_unsupported", ""),
+                        s.get("live_summary", ""),
+                    ]
+                    for s in result["samples"]
+                ],
             )
         )
     parts.append("</body></html>")

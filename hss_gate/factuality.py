@@ -53,8 +53,12 @@ _FEMALE = frozenset({"she", "her", "hers", "herself"})
 
 def tokens(text: str) -> list[str]:
     """Lower-cased word and number tokens ("n't" and "cannot" become "not")."""
-    text = re.sub(r"\b(ca|wo)n't\b", lambda m: "can not" if m.group(1).lower() == "ca"
-                  else "will not", text, flags=re.IGNORECASE)
+    text = re.sub(
+        r"\b(ca|wo)n't\b",
+        lambda m: "can not" if m.group(1).lower() == "ca" else "will not",
+        text,
+        flags=re.IGNORECASE,
+    )
     text = re.sub(r"n't\b", " not", text, flags=re.IGNORECASE)
     text = re.sub(r"\bcannot\b", "can not", text, flags=re.IGNORECASE)
     return [normalize_token(t) for t in _TOKEN.findall(text)]
@@ -394,8 +398,11 @@ _AUXILIARIES = re.compile(
     re.IGNORECASE,
 )
 _CONTRACTED = re.compile(r"\b(?:(can)(?:'t|not)|(wo)n't)\b", re.IGNORECASE)
-_NEGATED = re.compile(r"\b(is|are|was|were|will|would|could|has|have|had|does|do|did|should)"
-                      r"(\s+not|n't)\b", re.IGNORECASE)
+_NEGATED = re.compile(
+    r"\b(is|are|was|were|will|would|could|has|have|had|does|do|did|should)"
+    r"(\s+not|n't)\b",
+    re.IGNORECASE,
+)
 POSITIVE_KINDS = ("identity", "lowercase", "drop_clause", "fuse")
 NEGATIVE_KINDS = ("entity", "number", "pronoun", "negation")
 
@@ -418,8 +425,13 @@ def swap_entity(
     named = [m for m in mentions if m.label not in NUMERIC_LABELS]
     for k in rng.permutation(len(named)):
         m = named[int(k)]
-        choices = sorted({p.text for p in pool if p.label == m.label and not _same(p.text, m.text)
-                          and p.text not in sentence})
+        choices = sorted(
+            {
+                p.text
+                for p in pool
+                if p.label == m.label and not _same(p.text, m.text) and p.text not in sentence
+            }
+        )
         if choices:
             return _replace_once(sentence, m.text, choices[int(rng.integers(len(choices)))])
     return None
@@ -454,8 +466,9 @@ def swap_number(sentence: str, pool: Sequence[str], rng: np.random.Generator) ->
 
 def swap_pronoun(sentence: str, rng: np.random.Generator) -> str | None:
     """Swap one personal pronoun (he <-> she, his <-> her, ...)."""
-    found = [m for m in re.finditer(r"\b[A-Za-z]+\b", sentence) if m.group().lower() in
-             PRONOUN_SWAPS]
+    found = [
+        m for m in re.finditer(r"\b[A-Za-z]+\b", sentence) if m.group().lower() in PRONOUN_SWAPS
+    ]
     if not found:
         return None
     m = found[int(rng.integers(len(found)))]
@@ -612,15 +625,19 @@ def best_threshold(labels: Sequence[int], scores: Sequence[float]) -> float:
     these labels; ties go to the middle candidate. Fit it on data you do not evaluate on."""
     s = np.asarray(scores, dtype=float)
     values = np.unique(s)
-    candidates = np.concatenate([[values[0] - 1e-9], (values[1:] + values[:-1]) / 2,
-                                 [values[-1] + 1e-9]])
+    candidates = np.concatenate(
+        [[values[0] - 1e-9], (values[1:] + values[:-1]) / 2, [values[-1] + 1e-9]]
+    )
     accs = np.array([balanced_accuracy(labels, (s >= c).astype(int)) for c in candidates])
     best = np.flatnonzero(accs == accs.max())
     return float(candidates[best[len(best) // 2]])
 
 
 def cross_fit_balanced_accuracy(
-    labels: Sequence[int], scores: Sequence[float], folds: int = 5, repeats: int = 10,
+    labels: Sequence[int],
+    scores: Sequence[float],
+    folds: int = 5,
+    repeats: int = 10,
     seed: int = 0,
 ) -> float:
     """Balanced accuracy where each item's threshold was chosen on the other folds only
@@ -700,8 +717,9 @@ def summac_pairs(data: dict[str, object]) -> list[LabelledPair]:
         rec = _record(value)
         if "claim" not in rec or "label" not in rec:
             raise ValueError(f"{key}: a record without 'claim' and 'label' (unlabelled subset?)")
-        out.append(LabelledPair(str(key), str(rec["document"]), str(rec["claim"]),
-                                int(rec["label"])))
+        out.append(
+            LabelledPair(str(key), str(rec["document"]), str(rec["claim"]), int(rec["label"]))
+        )
     return out
 
 
@@ -725,6 +743,7 @@ def qags_pairs(lines: Sequence[str]) -> list[LabelledPair]:
         rec = json.loads(line)
         sentences = rec["summary_sentences"]
         summary = " ".join(str(s["sentence"]).strip() for s in sentences)
-        out.append(LabelledPair(f"qags_{number}", str(rec["article"]), summary,
-                                qags_label(sentences)))
+        out.append(
+            LabelledPair(f"qags_{number}", str(rec["article"]), summary, qags_label(sentences))
+        )
     return out

@@ -129,8 +129,9 @@ class FactccModel:
 
     def _features(self, premises: Sequence[Premise], hypotheses: Sequence[str]) -> np.ndarray:
         vectors = self._encode(list(hypotheses))
-        rows = [claim_features(h, v, p) for p, h, v in zip(premises, hypotheses, vectors,
-                                                           strict=True)]
+        rows = [
+            claim_features(h, v, p) for p, h, v in zip(premises, hypotheses, vectors, strict=True)
+        ]
         return np.array(rows, dtype=float).reshape(len(rows), len(FEATURES))
 
     def features(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
@@ -297,25 +298,39 @@ class FactccWeights:
     def to_dict(self) -> dict[str, Any]:
         conv = None
         if self.conv is not None:
-            conv = {"weights": list(self.conv.weights), "bias": self.conv.bias,
-                    "low": self.conv.low, "high": self.conv.high}
-        return {"version": FACTCC_VERSION, "logistic": self.logistic.to_dict(), "conv": conv,
-                "provenance": self.provenance}
+            conv = {
+                "weights": list(self.conv.weights),
+                "bias": self.conv.bias,
+                "low": self.conv.low,
+                "high": self.conv.high,
+            }
+        return {
+            "version": FACTCC_VERSION,
+            "logistic": self.logistic.to_dict(),
+            "conv": conv,
+            "provenance": self.provenance,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FactccWeights:
         conv = data.get("conv")
         head = None
         if conv is not None:
-            head = ConvAggregator(tuple(float(w) for w in conv["weights"]), float(conv["bias"]),
-                                  float(conv.get("low", 0.0)), float(conv.get("high", 1.0)))
-        return cls(LogisticModel.from_dict(data["logistic"]), head,
-                   dict(data.get("provenance", {})))
+            head = ConvAggregator(
+                tuple(float(w) for w in conv["weights"]),
+                float(conv["bias"]),
+                float(conv.get("low", 0.0)),
+                float(conv.get("high", 1.0)),
+            )
+        return cls(
+            LogisticModel.from_dict(data["logistic"]), head, dict(data.get("provenance", {}))
+        )
 
     @property
     def fingerprint(self) -> str:
-        blob = json.dumps({"l": self.logistic.to_dict(), "c": self.to_dict()["conv"]},
-                          sort_keys=True).encode()
+        blob = json.dumps(
+            {"l": self.logistic.to_dict(), "c": self.to_dict()["conv"]}, sort_keys=True
+        ).encode()
         return f"{FACTCC_VERSION}:{hashlib.sha256(blob).hexdigest()[:16]}"
 
 
@@ -334,8 +349,10 @@ def load_factcc_weights(directory: str | Path) -> FactccWeights:
         raise ModelError(f"{path}: unreadable FactCC-style weights ({exc})") from exc
     if not isinstance(data, dict) or data.get("version") != FACTCC_VERSION:
         found = data.get("version") if isinstance(data, dict) else None
-        raise ModelError(f"{path}: weights of version {found!r}, expected {FACTCC_VERSION}; "
-                         "run `hss factuality --train`")
+        raise ModelError(
+            f"{path}: weights of version {found!r}, expected {FACTCC_VERSION}; "
+            "run `hss factuality --train`"
+        )
     try:
         return FactccWeights.from_dict(data)
     except (KeyError, TypeError, ValueError) as exc:
@@ -359,8 +376,10 @@ def tag_documents(nlp: Any, documents: Sequence[str]) -> Tagged:
     out = []
     for text in documents:
         sentences = split_units(text)
-        mentions = [[Mention(e.text, e.label_) for e in doc.ents]
-                    for doc in nlp.pipe(sentences, batch_size=64)]
+        mentions = [
+            [Mention(e.text, e.label_) for e in doc.ents]
+            for doc in nlp.pipe(sentences, batch_size=64)
+        ]
         out.append((sentences, mentions))
     return out
 
@@ -376,7 +395,8 @@ class TrainingSet:
 
 
 def synthetic_training_set(
-    tagged: Sequence[tuple[list[str], list[list[Mention]]]], seed: int = 13,
+    tagged: Sequence[tuple[list[str], list[list[Mention]]]],
+    seed: int = 13,
     dev_share: float = 0.25,
 ) -> TrainingSet:
     """FactCC's weakly supervised claims for every document; ``dev_share`` of the documents
@@ -411,8 +431,9 @@ def train_factcc(
     data = synthetic_training_set(tagged, seed)
     progress(f"{len(data.claims)} synthetic claims from {len(data.documents)} documents")
     model = FactccModel(
-        LogisticModel(FEATURES, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES),
-                      (0.0,) * len(FEATURES), 0.0),
+        LogisticModel(
+            FEATURES, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES), (0.0,) * len(FEATURES), 0.0
+        ),
         encode,
         "untrained",
     )
@@ -435,8 +456,12 @@ def train_factcc(
             held_out.append(i in data.dev)
     is_dev = np.array(held_out)
     lab = np.array(labels)
-    conv = fit_conv([m for m, d in zip(matrices, is_dev, strict=True) if not d], lab[~is_dev],
-                    bins=conv_bins, l2=1e-4)
+    conv = fit_conv(
+        [m for m, d in zip(matrices, is_dev, strict=True) if not d],
+        lab[~is_dev],
+        bins=conv_bins,
+        l2=1e-4,
+    )
     conv_dev = np.array([conv.score(m) for m, d in zip(matrices, is_dev, strict=True) if d])
     zs_dev = np.array([summac_zs(m) for m, d in zip(matrices, is_dev, strict=True) if d])
     provenance = {
@@ -445,16 +470,17 @@ def train_factcc(
         "documents": len(data.documents),
         "dev_documents": len(data.dev),
         "claims": len(data.claims),
-        "documents_sha256": hashlib.sha256(
-            "\0".join(data.documents).encode("utf-8")).hexdigest(),
+        "documents_sha256": hashlib.sha256("\0".join(data.documents).encode("utf-8")).hexdigest(),
         "dev_claim_auc": roc_auc(y[dev], p_dev),
         "dev_claim_balanced_accuracy": balanced_accuracy(y[dev], p_dev >= 0.5),
         "summaries": len(matrices),
         "dev_summary_auc_zs": roc_auc(lab[is_dev], zs_dev),
         "dev_summary_auc_conv": roc_auc(lab[is_dev], conv_dev),
     }
-    progress(f"Conv head: synthetic dev summary AUC {provenance['dev_summary_auc_conv']:.3f} "
-             f"(ZS {provenance['dev_summary_auc_zs']:.3f})")
+    progress(
+        f"Conv head: synthetic dev summary AUC {provenance['dev_summary_auc_conv']:.3f} "
+        f"(ZS {provenance['dev_summary_auc_zs']:.3f})"
+    )
     return FactccWeights(logistic, conv, provenance)
 
 
@@ -474,12 +500,23 @@ def load_consistency_model(
         return SbertConsistency(encode)
     if uri.startswith("hf:") and uri[3:].strip():
         return HfNliModel(uri[3:].strip())
-    raise InputError(f"--model: unknown consistency model '{uri}'; use factcc, sbert or "
-                     "hf:<hub id or local dir>")
+    raise InputError(
+        f"--model: unknown consistency model '{uri}'; use factcc, sbert or hf:<hub id or local dir>"
+    )
 
 
-COLUMNS = ("id", "consistency", "summac_zs", "summac_conv", "factcc", "sbert_zs",
-           "precision", "recall", "f1", "n_summary_sentences")
+COLUMNS = (
+    "id",
+    "consistency",
+    "summac_zs",
+    "summac_conv",
+    "factcc",
+    "sbert_zs",
+    "precision",
+    "recall",
+    "f1",
+    "n_summary_sentences",
+)
 
 
 class FactualityScorer:
@@ -492,8 +529,9 @@ class FactualityScorer:
     ``consistency`` (the default comparator, see docs/FACTUALITY.md) = ``summac_zs``.
     """
 
-    def __init__(self, weights: FactccWeights, encode: Encode,
-                 model: ConsistencyModel | None = None) -> None:
+    def __init__(
+        self, weights: FactccWeights, encode: Encode, model: ConsistencyModel | None = None
+    ) -> None:
         cached = VectorCache(encode)
         self.factcc = FactccModel(weights.logistic, cached, weights.fingerprint)
         self.model: ConsistencyModel = model if model is not None else self.factcc
@@ -503,15 +541,27 @@ class FactualityScorer:
     def score(self, document: str, summary: str) -> dict[str, Any]:
         sentences = split_units(summary)
         overlap = overlap_scores(document, summary)
-        row = {"precision": overlap.precision, "recall": overlap.recall, "f1": overlap.f1,
-               "n_summary_sentences": len(sentences)}
+        row = {
+            "precision": overlap.precision,
+            "recall": overlap.recall,
+            "f1": overlap.f1,
+            "n_summary_sentences": len(sentences),
+        }
         doc_sentences = split_units(document)
         if not sentences or not doc_sentences:
             nan = math.nan
-            return row | {"consistency": nan, "summac_zs": nan, "summac_conv": nan,
-                          "factcc": nan, "sbert_zs": nan}
-        matrix = (self.factcc.sentence_matrix(document, sentences) if self.model is self.factcc
-                  else consistency_matrix(self.model, document, sentences))
+            return row | {
+                "consistency": nan,
+                "summac_zs": nan,
+                "summac_conv": nan,
+                "factcc": nan,
+                "sbert_zs": nan,
+            }
+        matrix = (
+            self.factcc.sentence_matrix(document, sentences)
+            if self.model is self.factcc
+            else consistency_matrix(self.model, document, sentences)
+        )
         zs = summac_zs(matrix)
         cos = self._encode(sentences) @ self._encode(doc_sentences).T
         row |= {
@@ -523,8 +573,9 @@ class FactualityScorer:
         }
         return row
 
-    def score_many(self, pairs: Sequence[tuple[str, str, str]],
-                   advance: Callable[[int], None] = lambda n: None) -> list[dict[str, Any]]:
+    def score_many(
+        self, pairs: Sequence[tuple[str, str, str]], advance: Callable[[int], None] = lambda n: None
+    ) -> list[dict[str, Any]]:
         """Rows with COLUMNS for (id, document, summary) triples; embeds in one batch first."""
         texts = [s for _, d, m in pairs for s in (*split_units(d), *split_units(m))]
         if texts:
@@ -598,8 +649,9 @@ def _parse_pair(line: bytes) -> tuple[str, Pair | None]:
     return "", Pair(str(pair_id), record["document"], record["summary"])
 
 
-def write_rows_csv(path: str | Path, rows: Sequence[dict[str, Any]],
-                   columns: Sequence[str]) -> None:
+def write_rows_csv(
+    path: str | Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]
+) -> None:
     """Write rows as CSV through a temporary file in the same directory and an atomic rename."""
     import csv
     import os
@@ -607,8 +659,9 @@ def write_rows_csv(path: str | Path, rows: Sequence[dict[str, Any]],
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp",
-                                     encoding="utf-8", newline="") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8", newline=""
+    ) as handle:
         writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
         writer.writeheader()
         for row in rows:

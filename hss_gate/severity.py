@@ -81,10 +81,9 @@ def difference_bootstrap_ci(
     if a.size == 0 or b.size == 0:
         raise ValueError("both samples need at least one value")
     rng = np.random.default_rng(seed)
-    diffs = (
-        a[rng.integers(0, a.size, size=(resamples, a.size))].mean(axis=1)
-        - b[rng.integers(0, b.size, size=(resamples, b.size))].mean(axis=1)
-    )
+    diffs = a[rng.integers(0, a.size, size=(resamples, a.size))].mean(axis=1) - b[
+        rng.integers(0, b.size, size=(resamples, b.size))
+    ].mean(axis=1)
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(diffs, [alpha, 1.0 - alpha])
     return (float(a.mean() - b.mean()), float(low), float(high))

@@ -48,13 +48,17 @@ def main() -> None:
         frames.append(docs)
     data = pd.concat(frames, ignore_index=True)
 
-    print("| model | HSS (aware) | HSS (raw) | unsupported ent/num | rewriting (novel 4-grams) "
-          "| truncated | wall s |")
+    print(
+        "| model | HSS (aware) | HSS (raw) | unsupported ent/num | rewriting (novel 4-grams) "
+        "| truncated | wall s |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, g in data.groupby("model", sort=False):
-        print(f"| {name} | {_fmt(g.hss_aware)} | {_fmt(g.hss_raw)} | "
-              f"{_fmt(g.base_unsupported_share)} | {_fmt(g.base_novel_ngram_share)} | "
-              f"{g.base_truncated.mean():.0%} | {g.wall_time_s.iloc[0]} |")
+        print(
+            f"| {name} | {_fmt(g.hss_aware)} | {_fmt(g.hss_raw)} | "
+            f"{_fmt(g.base_unsupported_share)} | {_fmt(g.base_novel_ngram_share)} | "
+            f"{g.base_truncated.mean():.0%} | {g.wall_time_s.iloc[0]} |"
+        )
 
     print("\nHSS (aware) by category, mean [95% bootstrap CI]:")
     cats = sorted(data.category.unique())
@@ -68,7 +72,7 @@ def main() -> None:
     names = list(dict.fromkeys(data.model))
     print("\nPaired differences of HSS (row - column), mean [95% CI] over shared documents:")
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             pa = data[data.model == a].set_index("doc_id")
             pb = data[data.model == b].set_index("doc_id")
             shared = pa.index.intersection(pb.index)
@@ -81,10 +85,12 @@ def main() -> None:
         for signal in ("base_unsupported_share", "base_novel_ngram_share"):
             rho, p = spearmanr(data[col], data[signal])
             print(f"  {col} vs {signal}: rho={rho:+.3f} (p={p:.3g})")
-        partial = _partial_spearman(data[col], data.base_unsupported_share,
-                                    data.base_novel_ngram_share)
-        print(f"  {col} vs unsupported share, rewriting held fixed (partial rank r): "
-              f"{partial:+.3f}")
+        partial = _partial_spearman(
+            data[col], data.base_unsupported_share, data.base_novel_ngram_share
+        )
+        print(
+            f"  {col} vs unsupported share, rewriting held fixed (partial rank r): {partial:+.3f}"
+        )
     print("\nWithin each model (Spearman across documents):")
     for name, g in data.groupby("model", sort=False):
         if g.base_unsupported_share.nunique() > 1:
@@ -99,8 +105,10 @@ def main() -> None:
         merged = data.merge(errors, on=["doc_id", "model"])
         print(f"\nHand check ({len(merged)} summaries):")
         for name, g in merged.groupby("model", sort=False):
-            print(f"  {name}: {g.errors.sum()} errors in {len(g)} summaries "
-                  f"({g.errors.mean():.2f} per summary); mean HSS aware {g.hss_aware.mean():.3f}")
+            print(
+                f"  {name}: {g.errors.sum()} errors in {len(g)} summaries "
+                f"({g.errors.mean():.2f} per summary); mean HSS aware {g.hss_aware.mean():.3f}"
+            )
         for col in ("hss_aware", "hss_raw", "base_unsupported_share", "base_novel_ngram_share"):
             rho, p = spearmanr(merged[col], merged.errors)
             print(f"  errors vs {col}: rho={rho:+.3f} (p={p:.3g})")

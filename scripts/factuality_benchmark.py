@@ -41,8 +41,14 @@ DATASETS = {
     "qags_cnndm": "qags_mturk_cnndm.jsonl",
 }
 # probability-valued candidates (a fixed 0.5 threshold is meaningful for them)
-PROBABILITIES = ("summac_zs", "factcc", "summac_conv", "summac_conv_summeval",
-                 "factcc_lexical_zs", "factcc_sbert_only_zs")
+PROBABILITIES = (
+    "summac_zs",
+    "factcc",
+    "summac_conv",
+    "summac_conv_summeval",
+    "factcc_lexical_zs",
+    "factcc_sbert_only_zs",
+)
 SUMMAC_PUBLISHED = {"summac_zs": 0.721, "summac_conv": 0.744}  # full benchmark, balanced acc.
 ABLATIONS = {
     "factcc_lexical_zs": [f for f in F.FEATURES if not f.startswith("cos_")],
@@ -69,8 +75,13 @@ def bootstrap_auc(labels: np.ndarray, scores: np.ndarray, n: int = 1000, seed: i
 def ablation_models(tagged, encode, seed: int) -> dict[str, tuple[list[int], F.LogisticModel]]:
     """The pair classifier refitted on feature subsets (same synthetic training documents)."""
     data = N.synthetic_training_set(tagged, seed)
-    placeholder = F.LogisticModel(F.FEATURES, (0.0,) * len(F.FEATURES),
-                                  (1.0,) * len(F.FEATURES), (0.0,) * len(F.FEATURES), 0.0)
+    placeholder = F.LogisticModel(
+        F.FEATURES,
+        (0.0,) * len(F.FEATURES),
+        (1.0,) * len(F.FEATURES),
+        (0.0,) * len(F.FEATURES),
+        0.0,
+    )
     model = N.FactccModel(placeholder, encode, "features")
     encode([c.text for c in data.claims])
     x = model.features([data.documents[o] for o in data.owner], [c.text for c in data.claims])
@@ -142,17 +153,35 @@ def main() -> int:
     # SummaC-Conv fitted on summeval (SummaC's val cut), applied to the other datasets
     def matrices(name: str) -> list[np.ndarray]:
         logistic = weights.logistic
-        return [logistic.predict_proba(x.reshape(-1, len(F.FEATURES))).reshape(x.shape[:2])
-                if x.size else np.zeros(x.shape[:2]) for x in feature_cache[name]]
+        return [
+            logistic.predict_proba(x.reshape(-1, len(F.FEATURES))).reshape(x.shape[:2])
+            if x.size
+            else np.zeros(x.shape[:2])
+            for x in feature_cache[name]
+        ]
 
-    conv_se = F.fit_conv(matrices("summeval"), [r["label"] for r in items["summeval"]],
-                         bins=weights.conv.bins if weights.conv else 20, l2=1e-4)
+    conv_se = F.fit_conv(
+        matrices("summeval"),
+        [r["label"] for r in items["summeval"]],
+        bins=weights.conv.bins if weights.conv else 20,
+        l2=1e-4,
+    )
     for name in DATASETS:
         for row, m in zip(items[name], matrices(name), strict=True):
             row["summac_conv_summeval"] = conv_se.score(m) if name != "summeval" else np.nan
 
-    candidates = ["summac_zs", "summac_conv", "summac_conv_summeval", "factcc",
-                  "sbert_zs", *ABLATIONS, "entity_support", "precision", "recall", "f1"]
+    candidates = [
+        "summac_zs",
+        "summac_conv",
+        "summac_conv_summeval",
+        "factcc",
+        "sbert_zs",
+        *ABLATIONS,
+        "entity_support",
+        "precision",
+        "recall",
+        "f1",
+    ]
     thresholds = {}
     se_labels = np.array([r["label"] for r in items["summeval"]])
     for c in candidates:
@@ -167,36 +196,48 @@ def main() -> int:
             if not np.isfinite(s).all():
                 continue
             lo, hi = bootstrap_auc(labels, s)
-            table.append({
-                "dataset": name,
-                "candidate": c,
-                "n": len(labels),
-                "n_inconsistent": int((labels == 0).sum()),
-                "auc": F.roc_auc(labels, s),
-                "auc_ci_low": lo,
-                "auc_ci_high": hi,
-                "bacc_cv": F.cross_fit_balanced_accuracy(labels, s, seed=args.seed),
-                "bacc_0.5": F.balanced_accuracy(labels, s >= 0.5) if c in PROBABILITIES
-                or c == "consistency" else np.nan,
-                "bacc_summeval_thr": F.balanced_accuracy(labels, s >= thresholds[c])
-                if name != "summeval" and c in thresholds else np.nan,
-                "summac_published_bacc": SUMMAC_PUBLISHED.get(c, np.nan),
-            })
+            table.append(
+                {
+                    "dataset": name,
+                    "candidate": c,
+                    "n": len(labels),
+                    "n_inconsistent": int((labels == 0).sum()),
+                    "auc": F.roc_auc(labels, s),
+                    "auc_ci_low": lo,
+                    "auc_ci_high": hi,
+                    "bacc_cv": F.cross_fit_balanced_accuracy(labels, s, seed=args.seed),
+                    "bacc_0.5": F.balanced_accuracy(labels, s >= 0.5)
+                    if c in PROBABILITIES or c == "consistency"
+                    else np.nan,
+                    "bacc_summeval_thr": F.balanced_accuracy(labels, s >= thresholds[c])
+                    if name != "summeval" and c in thresholds
+                    else np.nan,
+                    "summac_published_bacc": SUMMAC_PUBLISHED.get(c, np.nan),
+                }
+            )
     out = Path(args.out)
     N.write_rows_csv(out / "benchmark.csv", table, list(table[0]))
     score_cols = ["dataset", "id", "label", *candidates]
     N.write_rows_csv(out / "scores.csv", [r for n in DATASETS for r in items[n]], score_cols)
 
-    print(f"\n{'dataset':<11} {'candidate':<22} {'AUC':>6} {'95% CI':>13} {'bacc_cv':>8} "
-          f"{'bacc.5':>7} {'bacc_se':>8}")
+    print(
+        f"\n{'dataset':<11} {'candidate':<22} {'AUC':>6} {'95% CI':>13} {'bacc_cv':>8} "
+        f"{'bacc.5':>7} {'bacc_se':>8}"
+    )
     for r in table:
+
         def f(v: float) -> str:
             return "" if v != v else f"{v:.3f}"
-        print(f"{r['dataset']:<11} {r['candidate']:<22} {f(r['auc']):>6} "
-              f"{f(r['auc_ci_low']) + '-' + f(r['auc_ci_high']):>13} {f(r['bacc_cv']):>8} "
-              f"{f(r['bacc_0.5']):>7} {f(r['bacc_summeval_thr']):>8}")
-    print(f"\nSummaC published balanced accuracy (their full 6-dataset benchmark): "
-          f"ZS {SUMMAC_PUBLISHED['summac_zs']}, Conv {SUMMAC_PUBLISHED['summac_conv']}")
+
+        print(
+            f"{r['dataset']:<11} {r['candidate']:<22} {f(r['auc']):>6} "
+            f"{f(r['auc_ci_low']) + '-' + f(r['auc_ci_high']):>13} {f(r['bacc_cv']):>8} "
+            f"{f(r['bacc_0.5']):>7} {f(r['bacc_summeval_thr']):>8}"
+        )
+    print(
+        f"\nSummaC published balanced accuracy (their full 6-dataset benchmark): "
+        f"ZS {SUMMAC_PUBLISHED['summac_zs']}, Conv {SUMMAC_PUBLISHED['summac_conv']}"
+    )
     print(f"wrote {out}/benchmark.csv and {out}/scores.csv in {time.time() - started:.0f} s")
     return 0
 

@@ -25,11 +25,20 @@ def main() -> None:
         text = texts[e["doc_id"]]
         start = max(0, e["char_start"] - 60)
         end = e["char_start"] + len(e["original"]) + 60
-        context = text[start:e["char_start"]] + "[" + e["original"] + " -> " + e["replacement"] \
-            + "]" + text[e["char_start"] + len(e["original"]):end]
-        print(f"{i:3d} {e['original']} -> {e['replacement']} "
-              f"(cos {e['word_cosine']:.2f}, sent {e['sentence_similarity']:.3f}) | "
-              + " ".join(context.split()))
+        context = (
+            text[start : e["char_start"]]
+            + "["
+            + e["original"]
+            + " -> "
+            + e["replacement"]
+            + "]"
+            + text[e["char_start"] + len(e["original"]) : end]
+        )
+        print(
+            f"{i:3d} {e['original']} -> {e['replacement']} "
+            f"(cos {e['word_cosine']:.2f}, sent {e['sentence_similarity']:.3f}) | "
+            + " ".join(context.split())
+        )
 
 
 if __name__ == "__main__":

@@ -38,19 +38,33 @@ _TEXT = """the council approved a new budget on monday mayor said city could not
 rain fell river rose bakery sells bread team won final match 40 90 million pounds"""
 WORDS = _TEXT.split()
 LABELS = ("CONTRADICTION", "NEUTRAL", "ENTAILMENT")
-PREMISES = ["the council approved a new budget on monday", "rain fell and the river rose",
-            "the bakery sells bread", "the team won the final match"]
-HYPOTHESES = ["the council approved a budget", "the river rose", "the mayor sells roads",
-              "the team could not afford a match"]
+PREMISES = [
+    "the council approved a new budget on monday",
+    "rain fell and the river rose",
+    "the bakery sells bread",
+    "the team won the final match",
+]
+HYPOTHESES = [
+    "the council approved a budget",
+    "the river rose",
+    "the mayor sells roads",
+    "the team could not afford a match",
+]
 
 
 def _save_nli(directory: Path, labels: tuple[str, ...], seed: int = 0) -> Path:
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
     tokenizer = transformers.BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
     config = transformers.BertConfig(
-        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=128, num_labels=len(labels),
-        id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)},
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
         initializer_range=0.5,  # large random weights: scores that depend on the input
     )
     torch.manual_seed(seed)
@@ -98,9 +112,7 @@ def test_hf_nli_scores_shape_range_and_label_mapping(nli_dir: Path) -> None:
         model.scores(PREMISES, HYPOTHESES[:2])
 
 
-def test_hf_nli_follows_the_config_labels_not_the_position(
-    nli_dir: Path, tmp_path: Path
-) -> None:
+def test_hf_nli_follows_the_config_labels_not_the_position(nli_dir: Path, tmp_path: Path) -> None:
     swapped = tmp_path / "swapped"
     shutil.copytree(nli_dir, swapped)
     config = json.loads((swapped / "config.json").read_text())
@@ -199,23 +211,41 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def test_cli_malformed_line_exits_2_naming_the_line(runner: CliRunner, tmp_path: Path) -> None:
-    pairs = _write_pairs(tmp_path / "pairs.jsonl", [
-        {"id": "a", "document": "D.", "summary": "S."},
-        '{"id": "b", "document": "D."',
-        {"id": "c", "document": "D."},
-    ])
+    pairs = _write_pairs(
+        tmp_path / "pairs.jsonl",
+        [
+            {"id": "a", "document": "D.", "summary": "S."},
+            '{"id": "b", "document": "D."',
+            {"id": "c", "document": "D."},
+        ],
+    )
     out = tmp_path / "out"
-    result = runner.invoke(app, ["factuality", "--pairs", str(pairs), "--out", str(out),
-                                 "--weights", str(tmp_path / "w")])
+    result = runner.invoke(
+        app,
+        ["factuality", "--pairs", str(pairs), "--out", str(out), "--weights", str(tmp_path / "w")],
+    )
     assert result.exit_code == 2, result.output
     assert f"{pairs}:2: not valid JSON" in " ".join(result.output.split())
     assert "1 more bad lines" in result.output and "Traceback" not in result.output
     assert not out.exists() and not (tmp_path / "w").exists()  # validated before any work
     missing = runner.invoke(app, ["factuality", "--out", str(out)])
     assert missing.exit_code == 2 and "--pairs" in missing.output
-    unknown = runner.invoke(app, ["factuality", "--pairs", str(_write_pairs(
-        tmp_path / "ok.jsonl", [{"id": "a", "document": "D.", "summary": "S."}])),
-        "--model", "bart", "--weights", str(tmp_path / "w")])
+    unknown = runner.invoke(
+        app,
+        [
+            "factuality",
+            "--pairs",
+            str(
+                _write_pairs(
+                    tmp_path / "ok.jsonl", [{"id": "a", "document": "D.", "summary": "S."}]
+                )
+            ),
+            "--model",
+            "bart",
+            "--weights",
+            str(tmp_path / "w"),
+        ],
+    )
     assert unknown.exit_code == 2 and "unknown consistency model 'bart'" in unknown.output
 
 
@@ -226,15 +256,24 @@ def test_cli_on_fakes_writes_every_column(
     import hss_gate.language
 
     monkeypatch.setattr(hss_gate.embedding, "SbertEmbedder", lambda *a, **k: HashingEmbedder(256))
-    monkeypatch.setattr(hss_gate.language, "SpacyTagger",
-                        lambda *a, **k: SimpleNamespace(nlp=_FakeNlp()))
+    monkeypatch.setattr(
+        hss_gate.language, "SpacyTagger", lambda *a, **k: SimpleNamespace(nlp=_FakeNlp())
+    )
     document, summaries = _pairs_from_corpus()
-    pairs = _write_pairs(tmp_path / "pairs.jsonl", [
-        {"id": k, "document": document, "summary": v} for k, v in summaries.items()
-    ])
+    pairs = _write_pairs(
+        tmp_path / "pairs.jsonl",
+        [{"id": k, "document": document, "summary": v} for k, v in summaries.items()],
+    )
     weights = tmp_path / "w"
-    args = ["factuality", "--pairs", str(pairs), "--weights", str(weights),
-            "--corpus", str(_small_corpus(tmp_path / "corpus.jsonl", 8))]
+    args = [
+        "factuality",
+        "--pairs",
+        str(pairs),
+        "--weights",
+        str(weights),
+        "--corpus",
+        str(_small_corpus(tmp_path / "corpus.jsonl", 8)),
+    ]
 
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
@@ -265,13 +304,24 @@ def test_cli_on_fakes_writes_every_column(
 
 def test_cli_on_the_embedded_models(runner: CliRunner, tmp_path: Path, real_toolkit) -> None:
     document, summaries = _pairs_from_corpus()
-    pairs = _write_pairs(tmp_path / "pairs.jsonl", [
-        {"id": k, "document": document, "summary": v} for k, v in summaries.items()
-    ])
-    result = runner.invoke(app, [
-        "factuality", "--pairs", str(pairs), "--out", str(tmp_path / "out"),
-        "--weights", str(tmp_path / "w"), "--corpus", str(_small_corpus(tmp_path / "c.jsonl", 8)),
-    ])
+    pairs = _write_pairs(
+        tmp_path / "pairs.jsonl",
+        [{"id": k, "document": document, "summary": v} for k, v in summaries.items()],
+    )
+    result = runner.invoke(
+        app,
+        [
+            "factuality",
+            "--pairs",
+            str(pairs),
+            "--out",
+            str(tmp_path / "out"),
+            "--weights",
+            str(tmp_path / "w"),
+            "--corpus",
+            str(_small_corpus(tmp_path / "c.jsonl", 8)),
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = {r["id"]: r for r in _read_csv(tmp_path / "out" / "factuality.csv")}
     for broken in ("number", "negated"):
@@ -295,8 +345,10 @@ def test_external_benchmarks_parse_with_the_expected_labels() -> None:
     summeval = F.summac_pairs(json.loads(_external("summac_summeval.json").read_text()))
     factcc = F.summac_pairs(json.loads(_external("summac_factcc.json").read_text()))
     qags = F.qags_pairs(_external("qags_mturk_cnndm.jsonl").read_text().splitlines())
-    counts = {name: (len(p), sum(x.label == 0 for x in p))
-              for name, p in (("summeval", summeval), ("factcc", factcc), ("qags", qags))}
+    counts = {
+        name: (len(p), sum(x.label == 0 for x in p))
+        for name, p in (("summeval", summeval), ("factcc", factcc), ("qags", qags))
+    }
     assert counts == {"summeval": (100, 37), "factcc": (311, 37), "qags": (235, 122)}
     # the cheapest comparator already separates SummEval's labels (see docs/FACTUALITY.md)
     precision = [F.overlap_scores(p.document, p.summary).precision for p in summeval]

@@ -32,8 +32,19 @@ def runner(monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> CliRunner:
 def _gate(runner: CliRunner, out: Path, candidate: str, production: str = "extractive:lead-3"):
     result = runner.invoke(
         app,
-        ["gate", "--candidate", candidate, "--production", production, "--limit", "4", "-k", "1",
-         "--out", str(out)],
+        [
+            "gate",
+            "--candidate",
+            candidate,
+            "--production",
+            production,
+            "--limit",
+            "4",
+            "-k",
+            "1",
+            "--out",
+            str(out),
+        ],
     )
     decision = json.loads((out / "decision.json").read_text())
     return result, decision
@@ -108,8 +119,9 @@ def test_ingest_reports_bad_rows_with_line_numbers(runner, tmp_path):
 
 def test_monitor_scores_recent_samples_and_records_the_run(runner, tmp_path):
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
-    ingest = runner.invoke(app, ["samples", "ingest", str(_samples_file(tmp_path / "s.jsonl")),
-                                 "--samples", url])
+    ingest = runner.invoke(
+        app, ["samples", "ingest", str(_samples_file(tmp_path / "s.jsonl")), "--samples", url]
+    )
     assert ingest.exit_code == 0, ingest.output
     out = tmp_path / "monitor"
     result = runner.invoke(

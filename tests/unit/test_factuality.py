@@ -88,7 +88,19 @@ def test_overlap_precision_recall_f1_on_hand_made_pairs() -> None:
 
 def test_tokens_normalize_negations_and_numbers() -> None:
     assert F.tokens("It can't win; it won't; it cannot, didn't 1,200.50") == [
-        "it", "can", "not", "win", "it", "will", "not", "it", "can", "not", "did", "not", "1200.5",
+        "it",
+        "can",
+        "not",
+        "win",
+        "it",
+        "will",
+        "not",
+        "it",
+        "can",
+        "not",
+        "did",
+        "not",
+        "1200.5",
     ]
     assert F.content_tokens("The council did not meet in Leeds") == ["council", "meet", "leeds"]
 
@@ -175,8 +187,10 @@ def test_swap_entity_uses_a_different_entity_of_the_same_type() -> None:
         SENTENCE.replace("Maria Lopez", "Tom Hale"),
         SENTENCE.replace("Leeds", "York"),
     }
-    assert F.swap_entity(SENTENCE, mentions, [F.Mention("Lopez", "PERSON")],
-                         np.random.default_rng(0)) is None  # same person: not a swap
+    assert (
+        F.swap_entity(SENTENCE, mentions, [F.Mention("Lopez", "PERSON")], np.random.default_rng(0))
+        is None
+    )  # same person: not a swap
 
 
 def test_number_pronoun_negation_and_compression_transforms() -> None:
@@ -194,7 +208,7 @@ def test_number_pronoun_negation_and_compression_transforms() -> None:
     assert F.negate("Maria opened a bakery.") is None
     assert F.drop_clause("The mayor (a teacher) left.") == "The mayor left."
     assert F.lowercase_tokenized('He paid $1.1 billion, about 18,000 (in 2025). It\'s "fine".') == (
-        "he paid $1.1 billion , about 18,000 ( in 2025 ) . it 's \" fine \" ."
+        'he paid $1.1 billion , about 18,000 ( in 2025 ) . it \'s " fine " .'
     )
 
 
@@ -238,9 +252,7 @@ def _fake_mentions(sentence: str) -> list[F.Mention]:
 
 
 def _tagged() -> list[tuple[list[str], list[list[F.Mention]]]]:
-    return [
-        (F.split_units(d), [_fake_mentions(s) for s in F.split_units(d)]) for d in DOCS
-    ]
+    return [(F.split_units(d), [_fake_mentions(s) for s in F.split_units(d)]) for d in DOCS]
 
 
 def test_synthetic_claims_have_both_labels_and_real_edits() -> None:
@@ -273,8 +285,9 @@ def test_claim_features_see_entity_number_negation_and_pronoun_changes() -> None
     encode = _fake_encode()
 
     def feats(claim: str) -> dict[str, float]:
-        return dict(zip(F.FEATURES, F.claim_features(claim, encode([claim])[0], premise),
-                        strict=True))
+        return dict(
+            zip(F.FEATURES, F.claim_features(claim, encode([claim])[0], premise), strict=True)
+        )
 
     same = feats("She sold 300 loaves a day.")
     assert same["precision_local"] == 1.0 and same["salient_local"] == 1.0
@@ -329,13 +342,19 @@ def test_comparators_rank_consistent_pairs_above_inconsistent_ones(
 
 def test_scorer_rows_have_every_column(trained: N.FactccWeights) -> None:
     scorer = N.FactualityScorer(trained, _fake_encode())
-    rows = scorer.score_many([("a", DOCS[2], "The bridge was repaired in 8 weeks."),
-                              ("b", DOCS[3], "The Tees flooded 150 homes.")])
+    rows = scorer.score_many(
+        [
+            ("a", DOCS[2], "The bridge was repaired in 8 weeks."),
+            ("b", DOCS[3], "The Tees flooded 150 homes."),
+        ]
+    )
     assert [r["id"] for r in rows] == ["a", "b"]
     for row in rows:
         assert list(row) == list(N.COLUMNS)
-        assert all(0.0 <= row[c] <= 1.0 for c in ("consistency", "summac_zs", "summac_conv",
-                                                    "factcc", "sbert_zs", "precision"))
+        assert all(
+            0.0 <= row[c] <= 1.0
+            for c in ("consistency", "summac_zs", "summac_conv", "factcc", "sbert_zs", "precision")
+        )
         assert row["consistency"] == pytest.approx(row["summac_zs"])
     assert trained.provenance["documents"] == len(DOCS)
     # a non-factcc model gets no Conv column (the head was fitted on the factcc matrix)
@@ -393,8 +412,10 @@ def test_load_consistency_model_uris() -> None:
 def test_read_pairs_validates_every_line(tmp_path: Path) -> None:
     good = tmp_path / "pairs.jsonl"
     good.write_text(
-        json.dumps({"id": "a", "document": "D one.", "summary": "S one."}) + "\n\n"
-        + json.dumps({"id": 7, "document": "D two.", "summary": "S two.", "extra": 1}) + "\n",
+        json.dumps({"id": "a", "document": "D one.", "summary": "S one."})
+        + "\n\n"
+        + json.dumps({"id": 7, "document": "D two.", "summary": "S two.", "extra": 1})
+        + "\n",
         encoding="utf-8",
     )
     assert N.read_pairs(good) == [N.Pair("a", "D one.", "S one."), N.Pair("7", "D two.", "S two.")]
@@ -438,8 +459,10 @@ def test_benchmark_record_parsers() -> None:
         F.summac_pairs({"legal": {"document": "Doc."}})
 
     def sentence(text: str, answers: list[str]) -> dict:
-        return {"sentence": text, "responses": [{"worker_id": i, "response": a}
-                                                for i, a in enumerate(answers)]}
+        return {
+            "sentence": text,
+            "responses": [{"worker_id": i, "response": a} for i, a in enumerate(answers)],
+        }
 
     first = [sentence("One.", ["yes", "no", "yes"]), sentence("Two.", ["no", "yes", "no"])]
     second = [sentence("Three.", ["yes", "no", "yes"])]
