@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+BUSY_TIMEOUT_S = 60.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
     namespace TEXT NOT NULL,
@@ -40,11 +42,29 @@ class Cache:
         else:
             Path(directory).mkdir(parents=True, exist_ok=True)
             path = str(Path(directory) / "cache.sqlite")
-        self._db = sqlite3.connect(path, timeout=60.0, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=60000")
-        self._db.execute(_SCHEMA)
-        self._db.commit()
+        self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        self._setup()
+
+    def _setup(self) -> None:
+        """WAL mode and the table. Switching to WAL while other processes open the same new
+        file can fail at once with "database is locked" (SQLite skips the busy handler there to
+        avoid a deadlock), so that step is retried until the busy timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        delay = 0.01
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA busy_timeout=60000")  # BUSY_TIMEOUT_S
+                self._db.execute(_SCHEMA)
+                self._db.commit()
+                return
+            except sqlite3.OperationalError as exc:
+                locked = "locked" in str(exc) or "busy" in str(exc)
+                if not locked or time.monotonic() + delay > deadline:
+                    raise
+                self._db.rollback()
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
     def get_many(self, namespace: str, keys: Iterable[str]) -> dict[str, bytes]:
         """The stored values of those keys that are present."""
