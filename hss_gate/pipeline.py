@@ -14,6 +14,7 @@ from hss_gate.cache import Cache, content_key
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
 from hss_gate.embedding import Embedder
+from hss_gate.generation import BackgroundSummaries, summary_key
 from hss_gate.language import Token, looks_non_english
 from hss_gate.normalization import Normalization
 from hss_gate.perturb import Candidate, Edit, Perturbation, find_candidates, perturb
@@ -73,8 +74,10 @@ def make_perturbations(
     tools: Toolkit,
     cache: Cache,
     progress: Progress = no_progress,
+    on_document: Callable[[list[Perturbation]], None] = lambda made: None,
 ) -> dict[str, list[Perturbation]]:
-    """K perturbations per strength for every document (cached by content + settings)."""
+    """K perturbations per strength for every document (cached by content + settings);
+    on_document receives each document's perturbations as soon as they exist."""
     p = settings.perturb
     settings_json = p.model_dump_json()
     limit = settings.generate.max_input_words
@@ -96,6 +99,7 @@ def make_perturbations(
         key = keys[doc.doc_id]
         if key in cached:
             out[doc.doc_id] = [_perturbation_from_dict(x) for x in json.loads(cached[key])]
+            on_document(out[doc.doc_id])
             continue
         tokens = visible_tokens(tools.tagger.tokens(doc.text), doc.text, limit)
         candidates: dict[int, list[Candidate]] = find_candidates(
@@ -123,6 +127,7 @@ def make_perturbations(
         ]
         cache.put_many("perturbations", {key: json.dumps([m.to_dict() for m in made]).encode()})
         out[doc.doc_id] = made
+        on_document(made)
         advance(1)
     return out
 
@@ -152,7 +157,7 @@ def summarize_cached(
     chunk: int = 4,
 ) -> list[str]:
     """Summaries of the texts; only the ones not in the cache are generated (and stored)."""
-    keys = [content_key("summary-v1", summarizer.fingerprint, t) for t in texts]
+    keys = [summary_key(summarizer.fingerprint, t) for t in texts]
     found = {k: v.decode() for k, v in cache.get_many("summaries", keys).items()}
     missing = [i for i, k in enumerate(keys) if k not in found]
     todo = list(dict.fromkeys(keys[i] for i in missing))
@@ -185,6 +190,21 @@ def embed_cached(
     return {s: np.frombuffer(found[keys[s]], dtype=np.float32) for s in unique}
 
 
+def mentions_cached(texts: Sequence[str], tagger: Any, cache: Cache) -> list[list[str]]:
+    """Entity and number mentions of each text; only texts not in the cache are tagged."""
+    keys = [content_key("mentions-v1", tagger.fingerprint, t) for t in texts]
+    found = cache.get_many("mentions", keys)
+    todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+    if todo:
+        made = {
+            k: json.dumps(m).encode()
+            for k, m in zip(todo, tagger.mentions(list(todo.values())), strict=True)
+        }
+        cache.put_many("mentions", made)
+        found.update(made)
+    return [json.loads(found[k]) for k in keys]
+
+
 def _cloud(summary: str, vectors: dict[str, np.ndarray]) -> np.ndarray:
     sentences = split_sentences(summary) or [""]
     return np.stack([vectors[s] for s in sentences])
@@ -207,12 +227,9 @@ def score_documents(
                 f"{doc.doc_id}: longer than {settings.generate.max_input_words} words; "
                 "the summarizer sees only the beginning"
             )
-    perturbations = make_perturbations(docs, settings, tools, cache, progress)
-    texts: list[str] = []
-    for doc in docs:
-        texts.append(doc.text)
-        texts.extend(p.text for p in perturbations[doc.doc_id])
-    summaries = summarize_cached(texts, summarizer, cache, progress)
+    perturbations, summaries = _perturb_and_summarize(
+        docs, summarizer, settings, tools, cache, progress
+    )
 
     records = []  # (doc, perturbation or None, summary, restored)
     cursor = 0
@@ -229,7 +246,7 @@ def score_documents(
         s for _, _, a, b in records for t in (a, b) for s in (split_sentences(t) or [""])
     ]
     vectors = embed_cached(all_sentences, tools.embedder, cache)
-    mentions = tools.tagger.mentions([r[2] for r in records])
+    mentions = mentions_cached([r[2] for r in records], tools.tagger, cache)
 
     variant = "aware" if settings.score.perturbation_aware else "raw"
     doc_rows, pert_rows, edit_rows, summary_rows = [], [], [], []
@@ -307,6 +324,34 @@ def score_documents(
     warnings.extend(_degenerate_input_warnings(docs, perturbations, summary_rows))
     aggregates = aggregate(doc_rows, pert_rows, settings, variant)
     return ScoreResult(doc_rows, pert_rows, edit_rows, summary_rows, aggregates, warnings)
+
+
+def _perturb_and_summarize(
+    docs: Sequence[Document],
+    summarizer: Summarizer,
+    settings: HssSettings,
+    tools: Toolkit,
+    cache: Cache,
+    progress: Progress,
+) -> tuple[dict[str, list[Perturbation]], list[str]]:
+    """Perturbations of every document and the summaries of each original followed by its
+    perturbed versions. A summarizer with `summarize_one` generates in the background while
+    the perturbations are searched (the originals first)."""
+
+    def texts_of(perturbations: dict[str, list[Perturbation]]) -> list[str]:
+        return [t for d in docs for t in (d.text, *(p.text for p in perturbations[d.doc_id]))]
+
+    if not hasattr(summarizer, "summarize_one"):
+        perturbations = make_perturbations(docs, settings, tools, cache, progress)
+        return perturbations, summarize_cached(texts_of(perturbations), summarizer, cache, progress)
+    per_document = 1 + len(settings.perturb.strengths) * settings.perturb.k
+    advance = progress("summarize", len(docs) * per_document, 0)
+    with BackgroundSummaries(summarizer, cache, advance) as jobs:
+        jobs.submit(d.text for d in docs)
+        perturbations = make_perturbations(
+            docs, settings, tools, cache, progress, lambda made: jobs.submit(p.text for p in made)
+        )
+        return perturbations, jobs.results(texts_of(perturbations))
 
 
 def _degenerate_input_warnings(

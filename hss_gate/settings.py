@@ -77,6 +77,13 @@ class GenerateSettings(BaseModel):
     parallel: int = Field(
         1, ge=1, le=16, description="GGUF parallel slots (>1 is faster, not bit-stable)"
     )
+    workers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="GGUF: model copies generating at once (0 = cores / threads); "
+        "outputs do not depend on it",
+    )
     batch_size: int = Field(4, ge=1, le=64, description="hf: batch size")
     timeout_s: float = Field(120.0, gt=0, description="openai: per-request timeout")
     retries: int = Field(3, ge=0, le=10, description="openai: retries on transport errors")

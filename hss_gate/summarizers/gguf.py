@@ -15,8 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -113,7 +116,12 @@ def start_server(path: str | Path, threads: int, parallel: int, n_ctx: int) -> A
 
 
 class GgufSummarizer:
-    """Greedy summaries from a GGUF model (llama.cpp engine): chat or plain completion."""
+    """Greedy summaries from a GGUF model (llama.cpp engine): chat or plain completion.
+
+    `workers` independent copies of the model (each `threads` threads, lazily started) generate
+    at once: every summary is computed exactly as by a single copy, so the outputs, and the
+    cache keys, do not depend on the number of workers (unlike llama.cpp's parallel slots).
+    """
 
     engine = "llama.cpp/xllamacpp"
 
@@ -121,16 +129,43 @@ class GgufSummarizer:
         self.path, digest, self.prompt_style = resolve_gguf_model(name_or_path, models_dir)
         self.settings = settings
         self.threads = settings.threads or (os.cpu_count() or 1)
+        self.workers = settings.workers or max(1, (os.cpu_count() or 1) // self.threads)
         # the thread count changes llama.cpp's reductions, hence greedy outputs: part of the key
         self.fingerprint = gguf_fingerprint(digest, self.threads, settings, self.prompt_style)
         self._server: Any = None
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._pooled = False  # the first copy is in _idle
+        self._loading = threading.Lock()
+
+    def _start(self) -> Any:
+        return start_server(self.path, self.threads, self.settings.parallel, self.settings.n_ctx)
 
     def _load(self) -> Any:
-        if self._server is None:
-            self._server = start_server(
-                self.path, self.threads, self.settings.parallel, self.settings.n_ctx
-            )
+        """The first copy of the model (shared with the likelihood scorer)."""
+        with self._loading:
+            if self._server is None:
+                self._server = self._start()
+            if not self._pooled:
+                self._idle.put(self._server)
+                self._pooled = True
         return self._server
+
+    @contextmanager
+    def _copy(self) -> Iterator[Any]:
+        """An idle copy of the model for one request; a new one when all are busy (callers
+        run at most `workers` requests at once). Parallel slots share the one copy."""
+        if self.settings.parallel > 1:
+            yield self._load()
+            return
+        self._load()
+        try:
+            server = self._idle.get_nowait()
+        except queue.Empty:
+            server = self._start()
+        try:
+            yield server
+        finally:
+            self._idle.put(server)
 
     def _request(self, **fields: Any) -> dict[str, Any]:
         request: dict[str, Any] = {
@@ -143,11 +178,11 @@ class GgufSummarizer:
             "cache_prompt": False,
             **fields,
         }
-        server = self._load()
-        if "prompt" in request:
-            response = server.handle_completions(request)
-        else:
-            response = server.handle_chat_completions(request)
+        with self._copy() as server:
+            if "prompt" in request:
+                response = server.handle_completions(request)
+            else:
+                response = server.handle_chat_completions(request)
         if not isinstance(response, dict) or "choices" not in response:
             raise ModelError(f"llama.cpp returned an error: {str(response)[:200]}")
         return response["choices"][0]
@@ -169,15 +204,20 @@ class GgufSummarizer:
         choice = self._request(messages=chat_messages(text, self.settings))
         return (choice["message"].get("content") or "").strip()
 
+    def summarize_one(self, text: str) -> str:
+        """One summary; safe to call from up to `workers` threads at once."""
+        return self._one(text)
+
     def summarize(
         self,
         texts: Sequence[str],
         progress: Callable[[int], None] | None = None,
     ) -> list[str]:
         self._load()
-        if self.settings.parallel == 1:
+        concurrent = min(len(texts), self.workers * self.settings.parallel)
+        if concurrent <= 1:
             return each_with_progress(self._one, texts, progress)
-        with ThreadPoolExecutor(self.settings.parallel) as pool:
+        with ThreadPoolExecutor(concurrent) as pool:
             futures = [pool.submit(self._one, t) for t in texts]
             results = []
             for future in futures:
