@@ -7,7 +7,7 @@ VENV := .venv/bin
 MODEL ?= gguf:qwen2.5-coder-0.5b-instruct
 OUT ?= outputs/score
 
-.PHONY: setup quickstart score baseline repro gate monitor experiment test test-unit test-fast lint
+.PHONY: setup quickstart score baseline repro gate monitor experiment bench bench-quick test test-unit test-fast lint
 
 setup:
 	bash scripts/setup.sh
@@ -32,6 +32,13 @@ monitor:
 
 experiment:  # the paper's analysis (params.yaml `experiment`): hours cold on 2 cores
 	$(VENV)/hss experiment
+
+BENCH_OUT ?= outputs/bench
+bench:  # BENCHMARKS.md: the reference corpus, about an hour on 2 cores
+	$(VENV)/hss bench --out $(BENCH_OUT)
+
+bench-quick:  # the same measurements on 2 documents, a few minutes
+	$(VENV)/hss bench --quick --out $(BENCH_OUT)-quick
 
 lint:
 	$(VENV)/ruff check hss_gate tests flows scripts

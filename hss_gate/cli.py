@@ -872,6 +872,42 @@ def _verify_all(models: list[Any]) -> None:
 
 
 @app.command()
+@guarded
+def bench(
+    quick: Annotated[
+        bool, typer.Option("--quick", help="2 documents, a few minutes (default: the corpus)")
+    ] = False,
+    out: Annotated[str, typer.Option(help="output directory")] = "outputs/bench",
+    model: Annotated[str | None, typer.Option("--model", "-m", help="summarizer to time")] = None,
+    documents: Annotated[
+        int | None, typer.Option(help="first N documents (default: quick 2, full all)")
+    ] = None,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Time the pipeline against the generation floor, a naive pipeline and a warm rerun."""
+    from dataclasses import replace
+
+    from hss_gate.bench import FULL, QUICK
+    from hss_gate.bench_run import markdown, run_bench
+
+    if params != DEFAULT_PARAMS and not params.is_file():
+        raise InputError(f"--params {params}: no such file")
+    if documents is not None and documents < 1:
+        raise InputError("--documents must be at least 1")
+    plan = QUICK if quick else FULL
+    plan = replace(
+        plan,
+        model=model or plan.model,
+        documents=plan.documents if documents is None else documents,
+    )
+    result = run_bench(
+        plan, params, Path(out), say=lambda line: console.print(line, highlight=False)
+    )
+    console.print(markdown(result), highlight=False)
+    console.print(f"wrote {out}/bench.json, bench.md and figures/")
+
+
+@app.command()
 def version() -> None:
     """Print the version."""
     out_console.print(__version__)

@@ -30,7 +30,10 @@ else
 fi
 
 echo "== installing the locked dependencies (requirements.lock, hash-checked)"
-$UV pip install --quiet --python .venv/bin/python --require-hashes "${torch_source[@]}" -r requirements.lock
+# --compile-bytecode: without .pyc files every process recompiles torch, transformers, GX...
+# (6-25 s per process; PYTHONDONTWRITEBYTECODE machines never cache them)
+$UV pip install --quiet --python .venv/bin/python --require-hashes --compile-bytecode \
+  "${torch_source[@]}" -r requirements.lock
 $UV pip install --quiet --python .venv/bin/python --no-deps --no-build-isolation -e .
 
 echo "== installing and verifying the embedded models"

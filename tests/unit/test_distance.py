@@ -45,3 +45,30 @@ def test_transport_shares_point_at_the_moved_sentence():
     shares = transport_shares(base, other)
     assert shares.sum() == pytest.approx(1.0)
     assert shares[1] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("sizes", [(1, 1), (3, 3), (2, 5), (4, 6), (7, 3), (11, 13)])
+def test_assignment_solver_matches_pots_network_simplex(sizes):
+    import ot
+
+    rng = np.random.default_rng(sum(sizes))
+    base, other = rng.normal(size=(sizes[0], 16)), rng.normal(size=(sizes[1], 16))
+    other[: min(sizes)] = base[: min(sizes)] + 0.01 * rng.normal(size=(min(sizes), 16))
+    n, m = sizes
+    expected = ot.emd2(np.full(n, 1 / n), np.full(m, 1 / m), ot.dist(base, other, "euclidean"))
+    assert np.isclose(wasserstein(base, other), expected, atol=1e-9)
+
+
+def test_large_coprime_clouds_fall_back_to_pot(monkeypatch):
+    import ot
+
+    from hss_gate import distance
+
+    rng = np.random.default_rng(5)
+    base, other = rng.normal(size=(5, 8)), rng.normal(size=(7, 8))
+    exact = wasserstein(base, other)  # lcm 35: assignment
+    monkeypatch.setattr(distance, "MAX_ASSIGNMENT", 10)
+    called = []
+    real = ot.emd2
+    monkeypatch.setattr(ot, "emd2", lambda *a, **k: called.append(1) or real(*a, **k))
+    assert np.isclose(wasserstein(base, other), exact, atol=1e-9) and called

@@ -340,3 +340,36 @@ def test_resumes_are_bounded(summarizer_for):
     gemma._server = server = BlankFirstServer(blanks=99)
     assert gemma.summarize(["Clean-up in the park."]) == [""]
     assert len(server.calls) == 1 + COMPLETION_RESUMES
+
+
+class SlowServer(RecordingServer):
+    """A llama.cpp stand-in that answers with its own id after a short wait."""
+
+    count = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        SlowServer.count += 1
+        self.id = SlowServer.count
+
+    def handle_chat_completions(self, request):
+        import time
+
+        time.sleep(0.02)
+        text = request["messages"][-1]["content"].split("Article:\n")[1].split("\n")[0]
+        return {"choices": [{"message": {"content": f"{text} by {self.id}"}}]}
+
+
+def test_workers_run_separate_model_copies_and_keep_the_input_order(summarizer_for, monkeypatch):
+    from hss_gate.summarizers import gguf
+
+    SlowServer.count = 0
+    monkeypatch.setattr(gguf, "start_server", lambda *a, **k: SlowServer())
+    qwen = summarizer_for("qwen", workers=3)
+    fingerprint = summarizer_for("qwen", workers=1).fingerprint
+    texts = [f"Document {i}." for i in range(9)]
+    out = qwen.summarize(texts)
+    assert [o.split(" by ")[0] for o in out] == texts
+    assert SlowServer.count == 3  # one copy per worker, each reused
+    assert {o.split(" by ")[1] for o in out} == {"1", "2", "3"}
+    assert qwen.fingerprint == fingerprint  # outputs do not depend on workers

@@ -1,0 +1,318 @@
+"""`hss bench`: where a scoring run's time goes, measured side by side in one run.
+
+Every measurement is a separate process (fresh imports, its own cache directory), timed from
+outside and with its peak memory from the kernel (wait4):
+
+- floor: only the K+1 generations per document (model load included), through the engine as
+  configured (one llama.cpp copy per core) and through llama.cpp's parallel slots;
+- cold / warm: `hss score` with an empty cache, then again with the cache it filled;
+- naive: the pipeline as first written: one generation call per input, the base summary
+  regenerated for every perturbation, no cache, every stage loading its own models;
+- scaling: cold runs over more documents and over more perturbations per strength (K);
+- dask: the flows' Dask route with 1 and 2 local workers;
+- shap: SHAP at our budget against shap's default budget for the same explainer.
+
+`python -m hss_gate.bench STAGE CONFIG.json RESULT.json` runs one in-process stage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+QUICK_MODEL = "gguf:smollm2-135m-instruct"
+SHAP_DEFAULT_MAX_EVALS = 500  # shap.explainers.Partition.__call__ default (shap 0.51)
+
+
+@dataclass
+class BenchPlan:
+    """What one bench run measures (document counts are the first N of the corpus; 0 = all)."""
+
+    model: str = QUICK_MODEL
+    documents: int = 0
+    sample: int = 2  # naive, slots, dask, K scaling and the other models' floors use these
+    scale_documents: list[int] = field(default_factory=lambda: [1])  # besides sample and all
+    scale_k: list[int] = field(default_factory=lambda: [2, 3])  # besides params' K
+    other_models: list[str] = field(default_factory=list)  # floor only, for the gate estimate
+    shap_words: int = 80
+    dask: bool = True
+
+
+QUICK = BenchPlan(
+    documents=2, sample=1, scale_documents=[1], scale_k=[2], shap_words=50, dask=False
+)
+FULL = BenchPlan(other_models=["gguf:qwen2.5-coder-0.5b-instruct"])
+
+
+@dataclass
+class Measured:
+    """One timed process."""
+
+    seconds: float
+    peak_rss_mb: float
+    result: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- pure summaries
+
+
+def linear_fit(x: Sequence[float], y: Sequence[float]) -> dict[str, float] | None:
+    """Least-squares y = intercept + slope x, with R^2 (1.0 for two points; None for one)."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(set(xs.tolist())) < 2:
+        return None
+    slope, intercept = np.polyfit(xs, ys, 1)
+    residual = ys - (intercept + slope * xs)
+    total = float(np.sum((ys - ys.mean()) ** 2))
+    r2 = 1.0 - float(np.sum(residual**2)) / total if total > 0 else 1.0
+    return {"intercept_s": float(intercept), "slope_s": float(slope), "r2": r2}
+
+
+def ratios(times: dict[str, float], shap: dict[str, Any]) -> dict[str, float | None]:
+    """The headline ratios of bench.json from the measured times (SHAP: None when skipped)."""
+    explained = "ours" in shap
+    return {
+        "floor_ratio": times["cold_s"] / times["floor_s"],
+        "speedup_vs_naive": times["naive_s"] / times["cold_sample_s"],
+        "warm_over_cold": times["warm_s"] / times["cold_s"],
+        "shap_eval_fraction": shap["ours"]["evaluations"] / shap["default"]["evaluations"]
+        if explained
+        else None,
+        "shap_spearman_vs_default": shap["spearman"] if explained else None,
+    }
+
+
+def machine() -> dict[str, Any]:
+    """CPU, cores, memory and versions of the machine the bench ran on."""
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kb = next(
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        )
+    except (OSError, StopIteration, ValueError):
+        mem_kb = 0
+    from hss_gate import __version__
+
+    return {
+        "cpu": cpu,
+        "cores": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
+        "memory_gib": round(mem_kb / 2**20, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "hss_gate": __version__,
+    }
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def run_timed(cmd: Sequence[str], env: dict[str, str], result: Path | None = None) -> Measured:
+    """Run a command; its wall time, peak RSS (kernel accounting) and JSON result file."""
+    started = time.perf_counter()
+    with subprocess.Popen(
+        list(cmd), env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    ) as proc:
+        output = proc.stdout.read() if proc.stdout else b""
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        from hss_gate.errors import HssError
+
+        tail = output.decode(errors="replace").strip().splitlines()[-15:]
+        raise HssError(f"bench step failed ({' '.join(cmd[:4])} ...):\n" + "\n".join(tail))
+    data = json.loads(result.read_text()) if result is not None and result.exists() else {}
+    return Measured(round(seconds, 2), round(usage.ru_maxrss / 1024, 1), data)
+
+
+def write_subset(corpus: Sequence[Any], n: int, path: Path) -> Path:
+    """The first n documents (0 = all) as a JSONL corpus."""
+    docs = corpus[:n] if n else corpus
+    path.write_text("".join(d.model_dump_json() + "\n" for d in docs))
+    return path
+
+
+# --------------------------------------------------------------------------- in-process stages
+
+
+def _stage_settings(config: dict[str, Any]) -> Any:
+    from hss_gate.settings import load_settings
+
+    return load_settings(config["params"], run__cache_dir=config["cache"])
+
+
+def _texts(docs: Sequence[Any], settings: Any, cache_dir: str | None) -> list[str]:
+    """Every original and perturbed text (unique), perturbations from the given cache."""
+    from hss_gate.cache import Cache
+    from hss_gate.pipeline import make_perturbations
+    from hss_gate.toolkit import real_toolkit
+
+    cache = Cache(cache_dir)
+    try:
+        made = make_perturbations(docs, settings, real_toolkit(settings), cache)
+    finally:
+        cache.close()
+    texts = [t for d in docs for t in (d.text, *(p.text for p in made[d.doc_id]))]
+    return list(dict.fromkeys(texts))
+
+
+def floor_stage(config: dict[str, Any]) -> dict[str, Any]:
+    """Only the generations (model load included), compared with the pipeline's summaries."""
+    from hss_gate.cache import Cache
+    from hss_gate.corpus import load_corpus
+    from hss_gate.generation import summary_key
+    from hss_gate.summarizers import load_summarizer
+
+    settings = _stage_settings(config)
+    texts = _texts(load_corpus(config["corpus"]), settings, config["cache"])
+    started = time.perf_counter()
+    summarizer = load_summarizer(config["model"], settings)
+    summaries = summarizer.summarize(texts)
+    seconds = time.perf_counter() - started
+    reference = config.get("reference_cache")
+    same = None
+    if reference:
+        cache = Cache(reference)
+        fingerprint = config.get("reference_fingerprint") or summarizer.fingerprint
+        stored = cache.get_many("summaries", [summary_key(fingerprint, t) for t in texts])
+        cache.close()
+        same = sum(
+            stored.get(summary_key(fingerprint, t), b"").decode() == s
+            for t, s in zip(texts, summaries, strict=True)
+        )
+    return {
+        "seconds": seconds,
+        "generations": len(texts),
+        "fingerprint": summarizer.fingerprint,
+        "same_as_pipeline": same,
+    }
+
+
+def naive_stage(config: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline as first written (see the module docstring); HSS per document."""
+    from hss_gate.cache import Cache
+    from hss_gate.corpus import load_corpus
+    from hss_gate.distance import wasserstein
+    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.language import SpacyTagger
+    from hss_gate.normalization import load_normalization
+    from hss_gate.pipeline import make_perturbations
+    from hss_gate.restore import restore_swaps
+    from hss_gate.sentences import split_sentences
+    from hss_gate.severity import severity
+    from hss_gate.summarizers import load_summarizer
+    from hss_gate.toolkit import real_toolkit
+
+    settings = _stage_settings(config)
+    settings = settings.model_copy(
+        update={"generate": settings.generate.model_copy(update={"workers": 1})}
+    )
+    aware = settings.score.perturbation_aware
+    docs = load_corpus(config["corpus"])
+    started = time.perf_counter()
+    perturbations = make_perturbations(docs, settings, real_toolkit(settings), Cache(None))
+    summarizer = load_summarizer(config["model"], settings)
+    pairs, generations = [], 0
+    for doc in docs:
+        for p in perturbations[doc.doc_id]:
+            base = summarizer.summarize([doc.text])[0]
+            perturbed = summarizer.summarize([p.text])[0]
+            generations += 2
+            pairs.append((doc, base, restore_swaps(perturbed, p.swaps, doc.text), perturbed))
+    del summarizer
+    embedder = SbertEmbedder(settings.score.embedder)
+
+    def cloud(summary: str) -> np.ndarray:
+        return np.asarray(embedder.encode(split_sentences(summary) or [""]))
+
+    distances: dict[str, list[float]] = {}
+    for doc, base, restored, perturbed in pairs:
+        other = cloud(restored if aware else perturbed)
+        distances.setdefault(doc.doc_id, []).append(wasserstein(cloud(base), other))
+    tagger = SpacyTagger()
+    for _, _, _, perturbed in pairs:
+        tagger.mentions([perturbed])
+    normalization = load_normalization(settings.score.normalization)
+    hss = {
+        doc.doc_id: severity(
+            distances[doc.doc_id],
+            normalization.constant(doc.category, "aware" if aware else "raw")[0],
+        )
+        for doc in docs
+    }
+    return {"seconds": time.perf_counter() - started, "generations": generations, "hss": hss}
+
+
+def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
+    """SHAP of one short document at our budget and at shap's default, and their agreement."""
+    from hss_gate.attribution import AttributionSettings, shap_attribution
+    from hss_gate.corpus import load_corpus
+    from hss_gate.errors import ModelError
+    from hss_gate.instability import spearman
+    from hss_gate.summarizers import load_summarizer
+    from hss_gate.summarizers.base import truncate_words
+    from hss_gate.summarizers.likelihood import load_scorer
+
+    settings = _stage_settings(config)
+    try:
+        scorer = load_scorer(config["model"], settings, settings.experiment.attribution_backend)
+    except ModelError as exc:  # extractive / openai: no token probabilities to explain
+        return {"skipped": str(exc)}
+    doc = load_corpus(config["corpus"])[0]
+    text = truncate_words(doc.text, config["shap_words"])
+    summary = load_summarizer(config["model"], settings).summarize([text])[0]
+    ours = AttributionSettings(
+        shap_max_evals=settings.experiment.shap_max_evals, seed=settings.perturb.seed
+    )
+    default = AttributionSettings(
+        shap_max_evals=SHAP_DEFAULT_MAX_EVALS, shap_fixed_context=None, seed=settings.perturb.seed
+    )
+    out: dict[str, Any] = {"doc_id": doc.doc_id, "words": len(text.split()), "summary": summary}
+    values = {}
+    for name, budget in (("ours", ours), ("default", default)):
+        attribution = shap_attribution(scorer, text, summary, budget)
+        values[name] = attribution.values
+        out[name] = {
+            "max_evals": budget.shap_max_evals,
+            "fixed_context": budget.shap_fixed_context,
+            "evaluations": attribution.evaluations,
+            "seconds": attribution.seconds,
+        }
+    out["spearman"] = spearman(values["ours"], values["default"])
+    return out
+
+
+STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "floor": floor_stage,
+    "naive": naive_stage,
+    "shap": shap_stage,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run one in-process stage: STAGE CONFIG.json RESULT.json."""
+    stage, config_path, result_path = argv or sys.argv[1:]
+    result = STAGES[stage](json.loads(Path(config_path).read_text()))
+    Path(result_path).write_text(json.dumps(result, indent=2, default=float))
+
+
+if __name__ == "__main__":
+    main()

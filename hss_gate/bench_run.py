@@ -1,0 +1,290 @@
+"""Run every `hss bench` measurement in order and write bench.json, bench.md and figures."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from hss_gate.bench import BenchPlan, Measured, linear_fit, machine, ratios, run_timed, write_subset
+
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+}
+SLOTS_ENV = {
+    "HSS_GENERATE__THREADS": "0",
+    "HSS_GENERATE__PARALLEL": "4",
+    "HSS_GENERATE__WORKERS": "1",
+}
+
+
+class BenchRun:
+    """The work directory, the corpus subsets and one timed process per step."""
+
+    def __init__(self, plan: BenchPlan, params: Path, out: Path, say: Callable[[str], None]):
+        from hss_gate.corpus import load_corpus
+        from hss_gate.settings import load_settings
+
+        self.plan, self.params, self.out, self.say = plan, params.resolve(), out, say
+        self.settings = load_settings(self.params)
+        self.corpus = load_corpus(self.settings.run.corpus)
+        self.work = out / "work"
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        self.steps: dict[str, Measured] = {}
+
+    def corpus_of(self, n: int) -> Path:
+        return write_subset(self.corpus, n, self.work / f"corpus-{n or 'all'}.jsonl")
+
+    def _record(self, name: str, measured: Measured) -> Measured:
+        self.steps[name] = measured
+        self.say(f"{name:<22} {measured.seconds:>8.1f} s   peak {measured.peak_rss_mb:>6.0f} MiB")
+        return measured
+
+    def score(self, name: str, n: int, k: int | None = None, cache: str | None = None) -> Measured:
+        """`hss score` as a user runs it, on the first n documents."""
+        cmd = [sys.executable, "-m", "hss_gate", "score", "--model", self.plan.model]
+        cmd += ["--corpus", str(self.corpus_of(n)), "--out", str(self.work / f"out-{name}")]
+        cmd += ["--params", str(self.params)] + (["-k", str(k)] if k else [])
+        env = OFFLINE_ENV | {"HSS_RUN__CACHE_DIR": str(self.work / f"cache-{cache or name}")}
+        return self._record(name, run_timed(cmd, env))
+
+    def stage(self, name: str, stage: str, config: dict[str, Any], env: dict[str, str]) -> Measured:
+        """One in-process stage of hss_gate.bench."""
+        config = {
+            "params": str(self.params),
+            "model": self.plan.model,
+            "cache": str(self.work / f"cache-{name}"),
+        } | config
+        config_path, result_path = self.work / f"{name}.json", self.work / f"{name}.result.json"
+        config_path.write_text(json.dumps(config))
+        cmd = [sys.executable, "-m", "hss_gate.bench", stage, str(config_path), str(result_path)]
+        return self._record(name, run_timed(cmd, OFFLINE_ENV | env, result_path))
+
+    def dask(self, workers: int, n: int) -> Measured:
+        """The baseline flow's scoring step through Prefect + Dask with local workers."""
+        name = f"dask_{workers}_workers"
+        cmd = [sys.executable, "-m", "flows.baseline", "--stage", "scores"]
+        cmd += ["--model", self.plan.model, "--corpus", str(self.corpus_of(n))]
+        cmd += ["--out", str(self.work / f"out-{name}"), "--params", str(self.params)]
+        cmd += ["--workers", str(workers)]
+        env = OFFLINE_ENV | {
+            "HSS_RUN__CACHE_DIR": str(self.work / f"cache-{name}"),
+            "PREFECT_HOME": str(self.work / f"prefect-{name}"),
+            # each Dask worker runs its own summarizer: one llama.cpp copy per worker
+            "HSS_GENERATE__WORKERS": "1" if workers > 1 else "0",
+        }
+        return self._record(name, run_timed(cmd, env))
+
+
+def run_bench(
+    plan: BenchPlan, params: Path, out: Path, say: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Measure everything the plan names; write out/bench.json, bench.md and figures."""
+    run = BenchRun(plan, params, out, say)
+    n_main = plan.documents or len(run.corpus)
+    n_sample = min(plan.sample, n_main)
+    k = run.settings.perturb.k
+    say(f"hss bench: {plan.model}, {n_main} documents (sample {n_sample}), K={k}")
+
+    cold = run.score("cold", n_main, cache="main")
+    warm = run.score("warm", n_main, cache="main")
+    cache_main = str(run.work / "cache-main")
+    floor = run.stage(
+        "floor",
+        "floor",
+        {"corpus": str(run.corpus_of(n_main)), "cache": cache_main, "reference_cache": cache_main},
+        {},
+    )
+    cold_sample = cold if n_sample == n_main else run.score("cold_sample", n_sample)
+    cache_sample = str(run.work / f"cache-{'main' if n_sample == n_main else 'cold_sample'}")
+    sample = {"corpus": str(run.corpus_of(n_sample)), "cache": cache_sample}
+    floor_sample = run.stage(
+        "floor_sample", "floor", sample | {"reference_cache": cache_sample}, {}
+    )
+    slots = run.stage(
+        "floor_slots_sample",
+        "floor",
+        sample
+        | {
+            "reference_cache": cache_sample,
+            "reference_fingerprint": floor_sample.result["fingerprint"],
+        },
+        SLOTS_ENV,
+    )
+    others = {
+        uri: run.stage(f"floor_sample_{i}", "floor", sample | {"model": uri}, {})
+        for i, uri in enumerate(plan.other_models)
+    }
+    naive = run.stage("naive_sample", "naive", {"corpus": sample["corpus"]}, {})
+
+    by_documents = {n_sample: cold_sample.seconds, n_main: cold.seconds}
+    for n in plan.scale_documents:
+        if n not in by_documents and n < n_main:
+            by_documents[n] = run.score(f"cold_{n}_documents", n).seconds
+    by_k = {k: cold_sample.seconds}
+    for kk in plan.scale_k:
+        if kk not in by_k:
+            by_k[kk] = run.score(f"cold_sample_k{kk}", n_sample, k=kk).seconds
+    dask = {w: run.dask(w, n_sample).seconds for w in (1, 2)} if plan.dask else {}
+    shap = run.stage(
+        "shap", "shap", {"corpus": str(run.corpus_of(1)), "shap_words": plan.shap_words}, {}
+    )
+
+    times = {
+        "cold_s": cold.seconds,
+        "warm_s": warm.seconds,
+        "floor_s": floor.seconds,
+        "floor_generation_only_s": round(floor.result["seconds"], 2),
+        "cold_sample_s": cold_sample.seconds,
+        "floor_sample_s": floor_sample.seconds,
+        "floor_slots_sample_s": slots.seconds,
+        "naive_s": naive.seconds,
+    }
+    bench = {
+        **{
+            key: None if value is None else round(value, 4)
+            for key, value in ratios(times, shap.result).items()
+        },
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "plan": asdict(plan),
+        "settings": {
+            "k": k,
+            "strengths": list(run.settings.perturb.strengths),
+            "generate": run.settings.generate.model_dump(exclude={"system_prompt", "prompt"}),
+            "shap_max_evals": run.settings.experiment.shap_max_evals,
+            "attribution_backend": run.settings.experiment.attribution_backend,
+        },
+        "documents": n_main,
+        "sample_documents": n_sample,
+        "times": times,
+        "generations": {
+            "pipeline": floor.result["generations"],
+            "naive_sample": naive.result["generations"],
+            "pipeline_sample": floor_sample.result["generations"],
+        },
+        "floor_same_summaries": {
+            "workers": floor.result["same_as_pipeline"],
+            "slots": slots.result["same_as_pipeline"],
+            "of": floor.result["generations"],
+            "slots_of": slots.result["generations"],
+        },
+        "floor_slots_over_floor": round(slots.seconds / floor_sample.seconds, 4),
+        "peak_rss_mb": {name: m.peak_rss_mb for name, m in run.steps.items()},
+        "steps_s": {name: m.seconds for name, m in run.steps.items()},
+        "scaling": {
+            "documents": {str(n): s for n, s in sorted(by_documents.items())},
+            "documents_fit": linear_fit(list(by_documents), list(by_documents.values())),
+            "k": {str(kk): s for kk, s in sorted(by_k.items())},
+            "k_fit": linear_fit(list(by_k), list(by_k.values())),
+        },
+        "dask_s": {str(w): s for w, s in dask.items()},
+        "shap": shap.result | {"words": plan.shap_words},
+        "naive_hss": naive.result["hss"],
+        "gate_estimate": gate_estimate(cold, n_main, {u: m for u, m in others.items()}, n_sample),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(bench, indent=2, default=float) + "\n")
+    write_figures(bench, out / "figures")
+    (out / "bench.md").write_text(markdown(bench))
+    return bench
+
+
+def gate_estimate(
+    candidate: Measured, n: int, others: dict[str, Measured], n_sample: int
+) -> dict[str, Any]:
+    """The cold gate's time on n documents: the candidate's measured cold run plus each other
+    model's floor on the sample scaled to n documents (an estimate, not a run)."""
+    others_s = {uri: m.seconds * n / n_sample for uri, m in others.items()}
+    return {
+        "documents": n,
+        "candidate_cold_s": candidate.seconds,
+        "other_models_floor_s": {u: round(s, 1) for u, s in others_s.items()},
+        "estimated_s": round(candidate.seconds + sum(others_s.values()), 1),
+        "target_s": 900,
+    }
+
+
+def write_figures(bench: dict[str, Any], folder: Path) -> None:
+    """Cost against documents and against K (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for key, label, name in (
+        ("documents", "documents", "cost_vs_documents.png"),
+        ("k", "perturbations per strength (K)", "cost_vs_k.png"),
+    ):
+        points = {int(x): y for x, y in bench["scaling"][key].items()}
+        fit = bench["scaling"][f"{key}_fit"]
+        if fit is None:  # one point: nothing to draw a cost curve from
+            continue
+        xs = sorted(points)
+        fig, ax = plt.subplots(figsize=(5, 3.4))
+        ax.plot(xs, [points[x] for x in xs], "o", label="measured (cold hss score)")
+        ax.plot(
+            xs,
+            [fit["intercept_s"] + fit["slope_s"] * x for x in xs],
+            "-",
+            label=f"linear fit, R² = {fit['r2']:.3f}",
+        )
+        ax.set_xlabel(label)
+        ax.set_ylabel("seconds")
+        ax.set_title(f"{bench['plan']['model']}: cost against {label}", fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(folder / name, dpi=110)
+        plt.close(fig)
+
+
+def markdown(bench: dict[str, Any]) -> str:
+    """The ratios against their targets and the absolute times, as Markdown."""
+    targets = {
+        "floor_ratio": ("<=", 1.15),
+        "speedup_vs_naive": (">=", 4.0),
+        "warm_over_cold": ("<=", 0.05),
+        "shap_eval_fraction": ("<=", 0.2),
+        "shap_spearman_vs_default": (">=", 0.9),
+    }
+    lines = [
+        f"# hss bench: {bench['plan']['model']}, {bench['documents']} documents",
+        "",
+        f"{bench['created']} on {bench['machine']['cpu']} ({bench['machine']['cores']} cores)",
+        "",
+        "| ratio | measured | target | met |",
+        "|---|---|---|---|",
+    ]
+    for key, (op, target) in targets.items():
+        value = bench[key]
+        if value is None:
+            lines.append(f"| {key} | not measured | {op} {target} | - |")
+            continue
+        met = value <= target if op == "<=" else value >= target
+        lines.append(f"| {key} | {value:.3f} | {op} {target} | {'yes' if met else 'no'} |")
+    gate = bench["gate_estimate"]
+    if gate["other_models_floor_s"]:
+        met = gate["estimated_s"] <= gate["target_s"]
+        lines.append(
+            f"| gate with {1 + len(gate['other_models_floor_s'])} models, {gate['documents']} "
+            f"documents (estimate) | {gate['estimated_s']:.0f} s | <= {gate['target_s']} s "
+            f"| {'yes' if met else 'no'} |"
+        )
+    lines += ["", "| step | seconds | peak MiB |", "|---|---|---|"]
+    lines += [
+        f"| {name} | {seconds:.1f} | {bench['peak_rss_mb'][name]:.0f} |"
+        for name, seconds in bench["steps_s"].items()
+    ]
+    return "\n".join(lines) + "\n"
