@@ -1,0 +1,50 @@
+"""Spearman of SHAP word attributions at small budgets against shap's default (500 evaluations).
+
+    python scripts/shap_budget_sweep.py [WORDS] [MODEL]   # BENCHMARKS.md, "Targets missed"
+
+The first reference document is cut to WORDS words (default 50) and summarized by MODEL (default
+gguf:smollm2-135m-instruct); the attributions explain that summary's log-likelihood.
+"""
+
+import sys
+
+from hss_gate.attribution import AttributionSettings, shap_attribution
+from hss_gate.corpus import load_corpus
+from hss_gate.instability import spearman
+from hss_gate.settings import load_settings
+from hss_gate.summarizers import load_summarizer
+from hss_gate.summarizers.base import truncate_words
+from hss_gate.summarizers.likelihood import load_scorer
+
+
+def main() -> None:
+    words = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    model = sys.argv[2] if len(sys.argv) > 2 else "gguf:smollm2-135m-instruct"
+    settings = load_settings("params.yaml")
+    doc = load_corpus(settings.run.corpus, limit=1)[0]
+    text = truncate_words(doc.text, words)
+    summary = load_summarizer(model, settings).summarize([text])[0]
+    scorer = load_scorer(model, settings, settings.experiment.attribution_backend)
+    seed = settings.perturb.seed
+    default = shap_attribution(
+        scorer,
+        text,
+        summary,
+        AttributionSettings(shap_max_evals=500, shap_fixed_context=None, seed=seed),
+    )
+    print(f"default: {default.evaluations} evaluations, {default.seconds:.1f} s")
+    print("words evaluations fixed_context seconds spearman")
+    for budget in (32, 64, 100):
+        for context in (1, None):
+            ours = shap_attribution(
+                scorer,
+                text,
+                summary,
+                AttributionSettings(shap_max_evals=budget, shap_fixed_context=context, seed=seed),
+            )
+            rho = spearman(ours.values, default.values)
+            print(words, ours.evaluations, context, f"{ours.seconds:.1f}", f"{rho:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
