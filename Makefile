@@ -34,10 +34,10 @@ experiment:  # the paper's analysis (params.yaml `experiment`): hours cold on 2 
 	$(VENV)/hss experiment
 
 BENCH_OUT ?= outputs/bench
-bench:  # BENCHMARKS.md: the reference corpus, about an hour on 2 cores
+bench:  # BENCHMARKS.md: the reference corpus, ~55 min on 2 cores
 	$(VENV)/hss bench --out $(BENCH_OUT)
 
-bench-quick:  # the same measurements on 2 documents, a few minutes
+bench-quick:  # the same measurements on 2 documents, ~10 min
 	$(VENV)/hss bench --quick --out $(BENCH_OUT)-quick
 
 lint:
