@@ -192,7 +192,7 @@ def run_bench(
         "dask_s": {str(w): s for w, s in dask.items()},
         "shap": shap.result | {"words": plan.shap_words},
         "naive_hss": naive.result["hss"],
-        "gate_estimate": gate_estimate(cold, n_main, {u: m for u, m in others.items()}, n_sample),
+        "gate_estimate": gate_estimate(cold, n_main, others, n_sample),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(bench, indent=2, default=float) + "\n")
