@@ -1,10 +1,9 @@
-"""The `gate` flow: what `hss gate` does, as Prefect tasks. Fails closed.
+"""The `gate` flow: `hss gate` as a Prefect flow. Fails closed.
 
-Score the candidate and the production model on the same reference documents, compare them
-(paired bootstrap), run the Great Expectations suites, measure score drift (Evidently), decide,
-and write decision.json / decision.md / decision.html. Any error before the decision (a bad URI,
-a model that does not load, missing baseline files, a failed suite run) becomes the decision
-"error", written like any other: the flow returns it and does not raise.
+The steps, their order and the fail-closed handling are hss_gate.workflows.gate's; this flow
+runs each step as a Prefect task (I/O retried), scores on Dask when asked, and publishes the
+decision as an artifact. Any error before the decision becomes the decision "error", written
+like any other: the flow returns it and does not raise.
 
     python -m flows.gate --candidate hf:./my-checkpoint --limit 8 --out outputs/gate
     (exit code 0 = promote, 1 = block, 2 = error, as `hss gate`)
@@ -14,94 +13,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.scoring import (
-    add_common_arguments,
-    compute_task,
-    error_message,
-    io_task,
-    load_corpus_task,
-    load_normalization_task,
-    load_settings_task,
-    markdown_artifact_task,
-    process_toolkit,
-    score_drift_task,
-    score_frame_task,
-    score_subflow,
-    write_outputs_task,
-)
+from flows.scoring import DaskScorer, add_common_arguments
+from flows.tasks import PREFECT_STEPS, publish, settings_loader
+from hss_gate.errors import error_message
 from hss_gate.gate import Decision
-
-
-@compute_task
-def check_model_task(uri: str, settings: Any) -> str:
-    """Build (without loading) the summarizer a URI names: a bad URI fails before any scoring."""
-    from hss_gate.summarizers import load_summarizer
-
-    return load_summarizer(uri, settings, process_toolkit(settings).embedder).fingerprint
-
-
-@compute_task
-def compare_runs_task(candidate: Any, production: Any, settings: Any) -> dict[str, Any]:
-    """Paired comparison of the candidate with production."""
-    from hss_gate.promotion import compare_runs
-
-    return compare_runs(candidate, production, settings)
-
-
-@compute_task
-def gate_tables_task(candidate: Any, comparison: dict[str, Any]) -> dict[str, Any]:
-    """The tables the suites validate."""
-    from hss_gate.promotion import gate_tables
-
-    return gate_tables(candidate, comparison)
-
-
-@compute_task
-def gate_checks_task(
-    tables: dict[str, Any], settings: Any, docs: list[Any], docs_dir: str
-) -> list[dict[str, Any]]:
-    """The Great Expectations suites from the params.yaml thresholds (Data Docs into docs_dir)."""
-    from hss_gate.promotion import run_gate_checks
-
-    return run_gate_checks(tables, settings, docs, Path(docs_dir))
-
-
-@compute_task
-def gate_decision_task(
-    comparison: dict[str, Any],
-    checks: list[dict[str, Any]],
-    drift: dict[str, Any] | None,
-    settings: Any,
-    context: dict[str, str],
-) -> Decision:
-    """Promote or block."""
-    from hss_gate.promotion import gate_decision
-
-    return gate_decision(comparison, checks, drift, settings, **context)
-
-
-@compute_task
-def moved_most_task(candidate: Any, production: Any) -> list[dict[str, Any]]:
-    """The documents whose HSS rose most, with both base summaries."""
-    from hss_gate.decision_report import moved_most
-
-    return moved_most(
-        candidate.documents, production.documents, (candidate.summaries, production.summaries)
-    )
-
-
-@io_task
-def write_decision_task(out_dir: str, decision: Decision, examples: list[dict[str, Any]]) -> str:
-    """decision.json, decision.md and decision.html."""
-    from hss_gate.decision_report import write_decision
-
-    write_decision(Path(out_dir), decision, examples)
-    return str(Path(out_dir) / "decision.json")
 
 
 @flow(name="gate", log_prints=True)
@@ -118,77 +37,34 @@ def gate_flow(
     dask_address: str | None = None,
     chunk_size: int | None = None,
 ) -> Decision:
-    """Promote or block a candidate against production (the steps and order of `hss gate`).
+    """Promote or block a candidate against production (hss_gate.workflows.gate).
 
     Returns the Decision ("promote", "block" or "error") after writing it to `out`
     (default gate.out). `overrides` are extra settings as `section__key`; `workers` > 1 or
     `dask_address` fans the scoring out over Dask.
     """
     from hss_gate.decision_report import decision_markdown
-    from hss_gate.errors import InputError
-    from hss_gate.gate import error_decision
-    from hss_gate.promotion import decision_context
+    from hss_gate.workflows.gate import GateRequest, run_gate
 
     logger = get_run_logger()
-    out_dir = out or "outputs/gate"
-    decision: Decision | None = None
-    examples: list[dict[str, Any]] = []
-    try:
-        settings = load_settings_task(params, {"perturb__k": k, **(overrides or {})})
-        out_dir = out or settings.gate.out
-        production = production or settings.run.production_model
-        if limit is not None and limit < 1:
-            raise InputError("limit must be at least 1")
-        docs = load_corpus_task(corpus or settings.run.corpus, limit)
-        norm = load_normalization_task(settings.score.normalization)
-        for uri in (candidate, production):  # fail fast on a bad URI before any scoring
-            check_model_task(uri, settings)
-        results = {}
-        for role, uri in (("candidate", candidate), ("production", production)):
-            logger.info("scoring the %s %s on %d documents", role, uri, len(docs))
-            result, meta = score_subflow(
-                uri,
-                docs,
-                settings,
-                norm,
-                workers=workers,
-                dask_address=dask_address,
-                chunk_size=chunk_size,
-            )
-            write_outputs_task(str(Path(out_dir) / role), result, meta)
-            results[role] = result
-        cand, prod = results["candidate"], results["production"]
-        comparison = compare_runs_task(cand, prod, settings)
-        checks = gate_checks_task(
-            gate_tables_task(cand, comparison), settings, docs, str(Path(out_dir) / "data_docs")
-        )
-        variant = "aware" if settings.score.perturbation_aware else "raw"
-        drift = score_drift_task(
-            score_frame_task(prod, variant),
-            score_frame_task(cand, variant),
-            settings,
-            out_dir,
-            f"{candidate} against production {production}",
-        )
-        decision = gate_decision_task(
-            comparison, checks, drift, settings, decision_context(candidate, production)
-        )
-        examples = moved_most_task(cand, prod)
-    except Exception as exc:  # the gate fails closed on any error
-        logger.error("the gate could not decide: %s", error_message(exc))
-        decision = error_decision(error_message(exc), **decision_context(candidate, production))
-    write_decision_task(out_dir, decision, examples)
-    try:
-        markdown_artifact_task(
-            decision_markdown(decision), "hss-gate-decision", f"hss-gate: {decision.decision}"
-        )
-    except Exception as exc:  # the decision files are the contract; the artifact is a courtesy
-        logger.warning("could not create the decision artifact: %s", exc)
+    outcome = run_gate(
+        settings_loader(params, {"perturb__k": k, **(overrides or {})}),
+        GateRequest(candidate, production, corpus, limit, out),
+        score=DaskScorer(workers, dask_address, chunk_size),
+        steps=PREFECT_STEPS,
+        say=lambda line: logger.info("scoring the %s", line),
+    )
+    decision = outcome.verdict
+    if outcome.error is not None:
+        logger.error("the gate could not decide: %s", error_message(outcome.error))
+    publish(
+        decision_markdown(decision), "hss-gate-decision", f"hss-gate: {decision.decision}", logger
+    )
     logger.info(
         "%s (exit %d); wrote %s/decision.json, decision.md, decision.html",
         decision.decision.upper(),
         decision.exit_code,
-        out_dir,
+        outcome.out_dir,
     )
     return decision
 

@@ -1,13 +1,10 @@
-"""Shared flow pieces: the task runner choice, I/O tasks, and scoring fanned out over documents.
+"""Scoring fanned out over documents: what Prefect and Dask add to the workflows' scoring.
 
-Scoring runs in a `score` subflow whose task runner is chosen per call (`score_subflow`): the
-default thread runner for one chunk, prefect-dask's DaskTaskRunner for several (a local cluster
-of `workers` threads, or an existing cluster at `dask_address`). Each chunk is one
-`hss_gate.runner.score_model` call; the chunks are merged by `hss_gate.pipeline.merge_results`.
-
-Every task has `cache_policy=NO_CACHE`: hss-gate keeps its own content-addressed cache (summaries,
-embeddings, perturbations) under `run.cache_dir`, and Prefect's input hashing of whole corpora and
-score tables would cost time and persist large results for nothing.
+`DaskScorer` is the scoring function the flows give the workflows (hss_gate.workflows). It runs
+a `score` subflow whose task runner is chosen per call: the default thread runner for one chunk,
+prefect-dask's DaskTaskRunner for several (a local cluster of `workers` threads, or an existing
+cluster at `dask_address`). Each chunk is one `hss_gate.runner.score_model` call with the
+models loaded once per worker process; the chunks are merged by `hss_gate.pipeline.merge_results`.
 """
 
 from __future__ import annotations
@@ -16,7 +13,6 @@ import math
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -25,35 +21,20 @@ from prefect.cache_policies import NO_CACHE
 from hss_gate.corpus import Document
 from hss_gate.normalization import Normalization
 from hss_gate.pipeline import ScoreResult, Toolkit
+from hss_gate.progress import Progress, no_progress
+from hss_gate.runner import LocalScorer
 from hss_gate.settings import HssSettings
 
-IO_RETRIES = 2
-IO_RETRY_DELAY_S = 2
 DEFAULT_CHUNK_SIZE = 4
 """Documents per chunk on an existing Dask cluster when neither workers nor chunk_size is set."""
 
-io_task = task(retries=IO_RETRIES, retry_delay_seconds=IO_RETRY_DELAY_S, cache_policy=NO_CACHE)
 compute_task = task(cache_policy=NO_CACHE)
-
-
-def error_message(exc: BaseException) -> str:
-    """The one-line reason a flow failed closed (HssError messages are already user-facing)."""
-    from hss_gate.errors import HssError
-
-    return str(exc) if isinstance(exc, HssError) else f"{type(exc).__name__}: {exc}"
 
 
 # ------------------------------------------------------------------------ per-process models
 
-_TOOLKITS: dict[str, Toolkit] = {}
-_TOOLKIT_LOCK = threading.Lock()
-
-
-def toolkit_key(settings: HssSettings) -> str:
-    """The settings that select the toolkit's models (word vectors, vocabulary, embedder)."""
-    return settings.model_dump_json(
-        include={"perturb": {"word_vectors", "vocab_limit"}, "score": {"embedder"}}
-    )
+_PROCESS_SCORER = LocalScorer()
+_SCORER_LOCK = threading.Lock()
 
 
 def process_toolkit(settings: HssSettings) -> Toolkit:
@@ -61,13 +42,8 @@ def process_toolkit(settings: HssSettings) -> Toolkit:
 
     The models load lazily on first use and are then shared by every chunk the process scores.
     """
-    from hss_gate.toolkit import real_toolkit
-
-    key = toolkit_key(settings)
-    with _TOOLKIT_LOCK:
-        if key not in _TOOLKITS:
-            _TOOLKITS[key] = real_toolkit(settings)
-        return _TOOLKITS[key]
+    with _SCORER_LOCK:
+        return _PROCESS_SCORER.toolkit(settings)
 
 
 # ------------------------------------------------------------------------ task runners
@@ -131,42 +107,6 @@ def split_documents(docs: Sequence[Document], chunks: int) -> list[list[Document
     return parts
 
 
-# ------------------------------------------------------------------------ I/O tasks
-
-
-@io_task
-def load_settings_task(params: str, overrides: dict[str, Any] | None = None) -> HssSettings:
-    """params.yaml + HSS_* environment + explicit `section__key` overrides."""
-    from hss_gate.settings import load_settings
-
-    return load_settings(params, **{k: v for k, v in (overrides or {}).items() if v is not None})
-
-
-@io_task
-def load_corpus_task(path: str, limit: int | None = None) -> list[Document]:
-    """The documents of a JSONL file or directory."""
-    from hss_gate.corpus import load_corpus
-
-    return load_corpus(path, limit)
-
-
-@io_task
-def load_normalization_task(path: str) -> Normalization:
-    """The normalization constants M_c."""
-    from hss_gate.normalization import load_normalization
-
-    return load_normalization(path)
-
-
-@io_task
-def write_outputs_task(out: str, result: ScoreResult, meta: dict[str, Any]) -> str:
-    """A run's score tables, summary.json and report.md."""
-    from hss_gate.report import write_outputs
-
-    write_outputs(Path(out), result, meta)
-    return out
-
-
 # ------------------------------------------------------------------------ scoring
 
 
@@ -178,9 +118,9 @@ def score_chunk(
     normalization: Normalization | None,
 ) -> tuple[ScoreResult, dict[str, Any]]:
     """Score one chunk of documents with the model a URI names."""
-    from hss_gate.runner import score_model
+    from hss_gate import runner
 
-    return score_model(uri, docs, settings, normalization, tools=process_toolkit(settings))
+    return runner.score_model(uri, docs, settings, normalization, tools=process_toolkit(settings))
 
 
 @compute_task
@@ -235,72 +175,35 @@ def score_subflow(
     return scorer(uri, docs, settings, normalization, chunks=chunks)
 
 
-@io_task
-def markdown_artifact_task(markdown: str, key: str, description: str) -> None:
-    """A Markdown artifact in the Prefect UI (the decision or the monitor verdict)."""
-    from prefect.artifacts import create_markdown_artifact
+class DaskScorer:
+    """The flows' scoring function (hss_gate.workflows.steps.Scorer): `score_subflow` with the
+    parallelism asked for, and the process's shared toolkit."""
 
-    create_markdown_artifact(markdown=markdown, key=key, description=description)
+    def __init__(
+        self, workers: int = 1, dask_address: str | None = None, chunk_size: int | None = None
+    ) -> None:
+        self.workers, self.dask_address, self.chunk_size = workers, dask_address, chunk_size
 
+    def toolkit(self, settings: HssSettings) -> Toolkit:
+        return process_toolkit(settings)
 
-@io_task
-def read_table_task(path: str) -> Any:
-    """A CSV score table as a DataFrame (missing or unreadable: InputError)."""
-    from hss_gate.report import read_score_table
-
-    return read_score_table(path)
-
-
-@io_task
-def read_json_task(path: str) -> Any:
-    """A JSON file (missing or invalid: InputError)."""
-    from hss_gate.report import read_json
-
-    return read_json(path)
-
-
-@io_task
-def write_json_task(path: str, data: Any) -> str:
-    """JSON written atomically."""
-    from hss_gate.normalization import write_json_atomic
-
-    write_json_atomic(path, data)
-    return path
-
-
-@io_task
-def write_csv_task(path: str, table: Any) -> str:
-    """A table written atomically as CSV."""
-    from hss_gate.report import write_csv_atomic
-
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_csv_atomic(Path(path), table)
-    return path
-
-
-@compute_task
-def score_frame_task(result: Any, variant: str) -> Any:
-    """A run's documents with per-band mean distances."""
-    from hss_gate.promotion import score_frame
-
-    return score_frame(result, variant)
-
-
-@compute_task
-def score_drift_task(
-    reference: Any, current: Any, settings: Any, out_dir: str, title: str
-) -> dict[str, Any]:
-    """Evidently drift of the current score distributions against the reference (HTML + JSON)."""
-    from hss_gate.promotion import score_drift
-
-    return score_drift(
-        reference,
-        current,
-        settings.monitor.drift_columns,
-        settings.monitor.drift_share,
-        Path(out_dir),
-        title,
-    )
+    def __call__(
+        self,
+        uri: str,
+        docs: Sequence[Document],
+        settings: HssSettings,
+        normalization: Normalization | None,
+        progress: Progress = no_progress,
+    ) -> tuple[ScoreResult, dict[str, Any]]:
+        return score_subflow(
+            uri,
+            list(docs),
+            settings,
+            normalization,
+            workers=self.workers,
+            dask_address=self.dask_address,
+            chunk_size=self.chunk_size,
+        )
 
 
 def add_common_arguments(parser: Any) -> None:

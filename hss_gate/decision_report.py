@@ -6,14 +6,10 @@ Every text that comes from documents, summaries or model ids is HTML-escaped.
 from __future__ import annotations
 
 import html
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from hss_gate.gate import Decision
-from hss_gate.normalization import write_json_atomic
 
 VERDICT = {
     "promote": "PROMOTE",
@@ -30,16 +26,6 @@ vertical-align:top;text-align:left}th{background:#f3f3f3}.promote,.healthy{color
 .block,.unhealthy,.error{color:#b00020}.fail{background:#fde8ea}.summary{max-width:28rem;
 font-size:.9em}code{background:#f3f3f3;padding:0 .2rem}
 """
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a text file through a temporary file and an atomic rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
-    ) as handle:
-        handle.write(text)
-    os.replace(handle.name, path)
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -289,13 +275,6 @@ def moved_most(
         }
         for r in ranked[:n]
     ]
-
-
-def write_decision(out: Path, decision: Decision, examples: Sequence[Mapping[str, Any]] = ()):
-    """decision.json, decision.md and decision.html (each written atomically)."""
-    write_json_atomic(out / "decision.json", decision.model_dump(mode="json"))
-    write_text_atomic(out / "decision.md", decision_markdown(decision))
-    write_text_atomic(out / "decision.html", decision_html(decision, examples))
 
 
 def monitor_markdown(result: Mapping[str, Any]) -> str:

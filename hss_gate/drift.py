@@ -10,12 +10,9 @@ Wasserstein above, chi-square / Z-test for columns with few distinct values). Da
 from __future__ import annotations
 
 import html as html_lib
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,7 +43,11 @@ class ColumnDrift:
 
 @dataclass
 class DriftResult:
-    """Drift of several columns; ``skipped`` holds ``"column: reason"`` strings."""
+    """Drift of several columns; ``skipped`` holds ``"column: reason"`` strings.
+
+    ``pages`` holds Evidently's report ({"html": page, "json": snapshot}) for the caller to
+    write; ``html`` and ``json`` are the paths it was written to, once it was.
+    """
 
     drifted: bool
     share: float
@@ -54,6 +55,7 @@ class DriftResult:
     skipped: list[str] = field(default_factory=list)
     html: str | None = None
     json: str | None = None
+    pages: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def drifted_columns(self) -> list[str]:
@@ -161,14 +163,6 @@ def column_results(snapshot: dict[str, Any], columns: Sequence[str]) -> list[Col
     return [found[c] for c in columns]
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
-    ) as handle:
-        handle.write(text)
-    os.replace(handle.name, path)
-
-
 def _with_title(page: str, title: str) -> str:
     """Evidently's standalone HTML has no <title>; add one."""
     return page.replace("<head>", f"<head>\n<title>{html_lib.escape(title)}</title>", 1)
@@ -180,16 +174,13 @@ def drift_report(
     columns: Sequence[str],
     *,
     drift_share: float,
-    out_dir: Path | None = None,
-    name: str = "drift",
     title: str = "HSS score drift",
 ) -> DriftResult:
     """Evidently drift of ``columns`` in ``current`` against ``reference``.
 
     Columns missing, non-numeric or (nearly) all-null in either frame are skipped, not fatal.
     Fewer than 2 rows in either frame, or no testable column, gives ``drifted=False`` with the
-    reason in ``skipped`` and writes no files. With ``out_dir``, the Evidently report is written
-    to ``out_dir/{name}.html`` and ``out_dir/{name}.json`` (atomically).
+    reason in ``skipped`` and no report pages. Writes nothing: the pages are in ``pages``.
     """
     if not 0.0 < drift_share <= 1.0:
         raise InputError(f"drift_share must be in (0, 1], got {drift_share}")
@@ -226,14 +217,13 @@ def drift_report(
         raise DriftError(f"evidently drift report failed: {message}") from exc
     results = column_results(record, usable)
     share = sum(c.drifted for c in results) / len(results)
-    result = DriftResult(
-        drifted=share >= drift_share, share=share, columns=results, skipped=skipped
+    return DriftResult(
+        drifted=share >= drift_share,
+        share=share,
+        columns=results,
+        skipped=skipped,
+        pages={
+            "html": _with_title(snapshot.get_html_str(as_iframe=False), title),
+            "json": snapshot.json(),
+        },
     )
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        html_path, json_path = out_dir / f"{name}.html", out_dir / f"{name}.json"
-        _write_text_atomic(html_path, _with_title(snapshot.get_html_str(as_iframe=False), title))
-        _write_text_atomic(json_path, snapshot.json())
-        result.html, result.json = str(html_path), str(json_path)
-    return result

@@ -19,3 +19,12 @@ class NormalizationError(HssError):
 
 class StoreError(HssError):
     """The production sample store could not be reached, read or written."""
+
+
+class ReportError(HssError):
+    """A verdict was reached but its files could not be written."""
+
+
+def error_message(exc: BaseException) -> str:
+    """The one-line reason a step failed (HssError messages are already user-facing)."""
+    return str(exc) if isinstance(exc, HssError) else f"{type(exc).__name__}: {exc}"

@@ -17,9 +17,6 @@ import functools
 import html
 import logging
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -614,17 +611,6 @@ def _observed(spec: ExpectationSpec, gx_result: Any) -> tuple[Any, list[Any]]:
     return None, unexpected
 
 
-def _swap_in(built: Path, target: Path) -> None:
-    """Replace directory `target` by `built` (both in the same parent)."""
-    old = None
-    if target.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-        os.replace(target, old / target.name)
-    os.replace(built, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def run_suites(
     tables: Mapping[str, pd.DataFrame],
     specs: Sequence[ExpectationSpec],
@@ -634,8 +620,9 @@ def run_suites(
     """Validate `tables` against `specs` with GX; one CheckResult per spec, in order.
 
     One ephemeral (in-memory) context, one pandas data asset and suite per table, one Checkpoint
-    per table. With `docs_dir`, each Checkpoint has an UpdateDataDocsAction and the Data Docs
-    site (index.html) is built into a fresh directory that then replaces `docs_dir`.
+    per table. With `docs_dir` (an existing, empty folder), each Checkpoint has an
+    UpdateDataDocsAction and GX builds its Data Docs site (index.html) there; the caller puts
+    the folder in place (see hss_gate.workflows.score.validate_tables).
     Fails closed: anything that cannot be evaluated comes back as a failed check.
     """
     results: list[CheckResult | None] = [None] * len(specs)
@@ -645,24 +632,9 @@ def run_suites(
             results[i] = CheckResult.failed(spec, f"table '{spec.table}' was not provided")
         else:
             by_table.setdefault(spec.table, []).append(i)
-
-    build_dir: Path | None = None
-    if docs_dir is not None:
-        docs_dir = Path(docs_dir).resolve()
-        docs_dir.parent.mkdir(parents=True, exist_ok=True)
-        build_dir = Path(tempfile.mkdtemp(prefix=f".{docs_dir.name}.tmp-", dir=docs_dir.parent))
-        build_dir.chmod(0o755)  # mkdtemp makes it private; the site is meant to be published
-
-    try:
-        if by_table:
-            with _quiet_gx():
-                _validate_tables(tables, specs, by_table, results, build_dir)
-        if build_dir is not None and docs_dir is not None:
-            _swap_in(build_dir, docs_dir)
-            build_dir = None
-    finally:
-        if build_dir is not None:
-            shutil.rmtree(build_dir, ignore_errors=True)
+    if by_table:
+        with _quiet_gx():
+            _validate_tables(tables, specs, by_table, results, docs_dir)
     return [r for r in results if r is not None]
 
 

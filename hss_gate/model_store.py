@@ -319,6 +319,39 @@ def resolve_name(name: str) -> EmbeddedModel:
     raise ModelError(f"unknown embedded model '{name}' (known: {known})")
 
 
+LISTING_COLUMNS = ("name", "kind", "installed", "packages", "description")
+
+
+def listing() -> list[tuple[str, ...]]:
+    """Every model as a row of LISTING_COLUMNS (`hss models list`)."""
+    rows = []
+    for m in all_models():
+        installed = "yes" if is_installed(m) else "no"
+        packages = ", ".join(f"{w.name}=={w.version}" for w in m.wheels[:2])
+        rows.append(
+            (
+                m.name,
+                m.kind,
+                installed + (" (opt-in: install by name)" if m.optional else ""),
+                packages + (" ..." if len(m.wheels) > 2 else ""),
+                m.description,
+            )
+        )
+    return rows
+
+
+def problems(models: list[EmbeddedModel]) -> dict[str, list[str]]:
+    """Per model name: what is wrong with its installed weight files (empty: verified)."""
+    return {m.name: verify(m) if is_installed(m) else ["not installed"] for m in models}
+
+
+def selected(names: list[str] | None) -> list[EmbeddedModel]:
+    """The models named (embedded or optional), or the embedded set when no name is given."""
+    if not names:
+        return list(EMBEDDED.values())
+    return [resolve_name(n) for n in names]
+
+
 def module_dir(module: str) -> Path | None:
     """Directory of an installed module without importing it (None if not installed)."""
     spec = importlib.util.find_spec(module)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -114,15 +111,3 @@ def load_normalization(path: str | Path) -> Normalization:
         ) from exc
     except (OSError, ValueError) as exc:
         raise NormalizationError(f"{path}: not a valid normalization file ({exc})") from exc
-
-
-def write_json_atomic(path: str | Path, data: object) -> None:
-    """Write JSON through a temporary file and an atomic rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
-    ) as handle:
-        json.dump(data, handle, indent=2, sort_keys=False)
-        handle.write("\n")
-    os.replace(handle.name, path)

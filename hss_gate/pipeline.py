@@ -18,6 +18,7 @@ from hss_gate.generation import BackgroundSummaries, summary_key
 from hss_gate.language import Token, looks_non_english
 from hss_gate.normalization import Normalization
 from hss_gate.perturb import Candidate, Edit, Perturbation, find_candidates, perturb
+from hss_gate.progress import Progress, no_progress
 from hss_gate.restore import restore_swaps
 from hss_gate.sentences import ends_mid_sentence, split_sentences
 from hss_gate.settings import HssSettings
@@ -27,12 +28,6 @@ from hss_gate.summarizers.base import Summarizer, truncate_words
 
 # bump when the perturbation algorithm changes: cached perturbations are keyed on it
 PERTURB_ALGORITHM = "perturb-v2"
-
-Progress = Callable[[str, int, int], Callable[[int], None]]  # (task, total, done) -> advance
-
-
-def no_progress(task: str, total: int, done: int) -> Callable[[int], None]:
-    return lambda n: None
 
 
 @dataclass
@@ -248,7 +243,7 @@ def score_documents(
     vectors = embed_cached(all_sentences, tools.embedder, cache)
     mentions = mentions_cached([r[2] for r in records], tools.tagger, cache)
 
-    variant = "aware" if settings.score.perturbation_aware else "raw"
+    variant = settings.score.variant
     doc_rows, pert_rows, edit_rows, summary_rows = [], [], [], []
     cursor = 0
     for doc in docs:
@@ -441,7 +436,7 @@ def _document_row(
 
 def merge_results(parts: Sequence[ScoreResult], settings: HssSettings) -> ScoreResult:
     """One result from results scored on disjoint chunks of a corpus (in chunk order)."""
-    variant = "aware" if settings.score.perturbation_aware else "raw"
+    variant = settings.score.variant
     docs = [row for part in parts for row in part.documents]
     perts = [row for part in parts for row in part.perturbations]
     return ScoreResult(

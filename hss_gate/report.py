@@ -1,65 +1,40 @@
-"""Write a run's outputs: CSV tables, the edit log, summary.json and a Markdown report."""
+"""A run's outputs: CSV tables, the edit log, summary.json and a Markdown report."""
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from hss_gate.errors import InputError
-from hss_gate.normalization import write_json_atomic
+from hss_gate.io import write_csv_atomic, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from hss_gate.pipeline import ScoreResult
-
-
-def write_csv_atomic(path: Path, rows: list[dict[str, Any]] | pd.DataFrame) -> None:
-    """Write a table as CSV through a temporary file and an atomic rename."""
-    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8", newline=""
-    ) as handle:
-        frame.to_csv(handle, index=False, float_format="%.6f")
-    os.replace(handle.name, path)
-
-
-def read_score_table(path: str | Path) -> pd.DataFrame:
-    """A CSV score table (missing or unreadable: InputError naming the file)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: missing; run `hss baseline` (or `dvc repro`) first")
-    try:
-        return pd.read_csv(path, keep_default_na=False, na_values=[""])
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise InputError(f"{path}: not a readable score table ({exc})") from exc
-
-
-def read_json(path: str | Path) -> Any:
-    """A JSON file (missing or invalid: InputError naming the file)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: missing; run `hss baseline` (or `dvc repro`) first")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"{path}: invalid JSON ({exc})") from exc
-
-
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    with tempfile.NamedTemporaryFile(
-        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
-    ) as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(handle.name, path)
 
 
 def _fmt(stat: dict[str, float] | None) -> str:
     if not stat:
         return "n/a"
     return f"{stat['mean']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
+
+
+def category_rows(aggregates: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(category, HSS, CI, n) per category and, last, for the whole model."""
+    rows = [
+        (c, f"{s['mean']:.3f}", f"{s['ci_low']:.3f}-{s['ci_high']:.3f}", str(s["n"]))
+        for c, s in aggregates["by_category"].items()
+    ]
+    h = aggregates["hss"]
+    model = ("model", f"{h['mean']:.3f}", f"{h['ci_low']:.3f}-{h['ci_high']:.3f}", str(h["n"]))
+    return [*rows, model]
+
+
+def headline(aggregates: dict[str, Any]) -> str:
+    """The run's evidence beside HSS, in one line."""
+    return (
+        "unsupported entities/numbers (base summaries): "
+        f"{aggregates['base_unsupported_share']['mean']:.3f}   "
+        f"rewriting (novel 4-grams): {aggregates['base_novel_ngram_share']['mean']:.3f}   "
+        f"ending mid-sentence: {aggregates['truncated_share']:.1%}   "
+        f"HSS raw: {aggregates['hss_raw']['mean']:.3f}"
+    )
 
 
 def markdown_report(result: ScoreResult, meta: dict[str, Any]) -> str:
@@ -117,10 +92,9 @@ def write_outputs(out: Path, result: ScoreResult, meta: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_csv_atomic(out / "documents.csv", result.documents)
     write_csv_atomic(out / "perturbations.csv", result.perturbations)
-    _write_jsonl(out / "edits.jsonl", result.edits)
-    _write_jsonl(out / "summaries.jsonl", result.summaries)
+    write_jsonl_atomic(out / "edits.jsonl", result.edits)
+    write_jsonl_atomic(out / "summaries.jsonl", result.summaries)
     write_json_atomic(
         out / "summary.json", {**meta, "aggregates": result.aggregates, "warnings": result.warnings}
     )
-    (out / "report.md.tmp").write_text(markdown_report(result, meta), encoding="utf-8")
-    os.replace(out / "report.md.tmp", out / "report.md")
+    write_text_atomic(out / "report.md", markdown_report(result, meta))

@@ -11,7 +11,8 @@ from hss_gate import __version__
 from hss_gate.cache import Cache
 from hss_gate.corpus import Document
 from hss_gate.normalization import Normalization
-from hss_gate.pipeline import Progress, ScoreResult, Toolkit, no_progress, score_documents
+from hss_gate.pipeline import ScoreResult, Toolkit, score_documents
+from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import HssSettings
 
 
@@ -53,3 +54,39 @@ def score_model(
         "settings": settings.model_dump(mode="json"),
     }
     return result, meta
+
+
+def toolkit_key(settings: HssSettings) -> str:
+    """The settings that select the toolkit's models (word vectors, vocabulary, embedder)."""
+    return settings.model_dump_json(
+        include={"perturb": {"word_vectors", "vocab_limit"}, "score": {"embedder"}}
+    )
+
+
+class LocalScorer:
+    """`score_model` in this process, with the real models built once (per toolkit settings)
+    and shared by every call: the scoring function the command line gives the workflows."""
+
+    def __init__(self) -> None:
+        self._toolkits: dict[str, Toolkit] = {}
+
+    def toolkit(self, settings: HssSettings) -> Toolkit:
+        """spaCy, word vectors, WordNet and SBERT as configured (lazy: loaded on first use)."""
+        from hss_gate import toolkit
+
+        key = toolkit_key(settings)
+        if key not in self._toolkits:
+            self._toolkits[key] = toolkit.real_toolkit(settings)
+        return self._toolkits[key]
+
+    def __call__(
+        self,
+        uri: str,
+        docs: Sequence[Document],
+        settings: HssSettings,
+        normalization: Normalization | None,
+        progress: Progress = no_progress,
+    ) -> tuple[ScoreResult, dict[str, Any]]:
+        return score_model(
+            uri, docs, settings, normalization, tools=self.toolkit(settings), progress=progress
+        )

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import sqlalchemy as sa
 from pydantic import (
@@ -45,6 +45,7 @@ from pydantic_core import PydanticSerializationError
 from sqlalchemy.engine import Engine, make_url
 
 from hss_gate.errors import InputError, StoreError
+from hss_gate.redact import masked_url
 
 DEFAULT_CATEGORY = "unspecified"
 SAMPLE_FIELDS = ("sample_id", "document", "summary", "model_id", "timestamp", "category")
@@ -133,6 +134,24 @@ class MonitorRun(BaseModel):
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
         return _utc(value)
+
+    COLUMNS: ClassVar[tuple[str, ...]] = (
+        "started",
+        "model",
+        "samples",
+        "mean HSS",
+        "CI",
+        "drift",
+        "decision",
+    )
+
+    def row(self) -> tuple[str, ...]:
+        """The run as a table row (COLUMNS), as `hss samples runs` shows it."""
+        ci = "" if self.ci_low is None else f"{self.ci_low:.3f}-{self.ci_high:.3f}"
+        mean = "" if self.mean_hss is None else f"{self.mean_hss:.3f}"
+        drift = ", ".join(self.drifted_columns) or "no"
+        started = self.started_at.isoformat(timespec="seconds")
+        return (started, self.model, str(self.n_samples), mean, ci, drift, self.decision)
 
     @field_validator("mean_hss", "ci_low", "ci_high")
     @classmethod
@@ -336,14 +355,6 @@ MONITOR_RUNS = sa.Table(
     sa.Column("details", sa.JSON(), nullable=False),
     sa.Index("ix_monitor_runs_started", "started_at", "seq"),
 )
-
-
-def masked_url(url: str) -> str:
-    """The URL with its password replaced by ``***``, for logs and messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (sa.exc.ArgumentError, ValueError):
-        return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def _reason(exc: BaseException, password: str | None) -> str:

@@ -48,6 +48,15 @@ class PerturbSettings(BaseModel):
     )
     seed: int = 13
 
+    def keep_strengths(self, names: list[str]) -> None:
+        """Keep only the named strength bands (e.g. from --strengths low,high)."""
+        available = list(self.strengths)
+        chosen = [n.strip() for n in names if n.strip()]
+        unknown = [n for n in chosen if n not in available]
+        if unknown or not chosen:
+            raise InputError(f"--strengths: unknown {unknown or names}; choose from {available}")
+        self.strengths = {n: self.strengths[n] for n in chosen}
+
     @model_validator(mode="after")
     def _bands_valid(self) -> PerturbSettings:
         for name, (low, high) in self.strengths.items():
@@ -99,6 +108,20 @@ class ScoreSettings(BaseModel):
     bootstrap_resamples: int = Field(1000, ge=100)
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     ngram: int = Field(4, ge=1, le=8, description="n of the novel n-gram (rewriting) share")
+
+    @property
+    def variant(self) -> Literal["aware", "raw"]:
+        """The distance HSS is built from: perturbation-aware or raw."""
+        return "aware" if self.perturbation_aware else "raw"
+
+
+class ConsistencySettings(BaseModel):
+    """The factual-consistency checker (`hss factuality`; docs/FACTUALITY.md)."""
+
+    weights_dir: str = Field(
+        ".hss/factcc", description="trained checker weights (kept out of git; dvc stage factcc)"
+    )
+    out: str = "outputs/factuality"
 
 
 class GateSettings(BaseModel):
@@ -172,7 +195,7 @@ class MonitorSettings(BaseModel):
     @field_serializer("samples_url", when_used="json")
     def _hide_password(self, url: str) -> str:
         """JSON dumps (summary.json of every run) show the store URL with its password masked."""
-        from hss_gate.samples import masked_url
+        from hss_gate.redact import masked_url
 
         return masked_url(url)
 
@@ -223,6 +246,10 @@ class RunSettings(BaseModel):
     cache_dir: str = ".hss/cache"
     models_dir: str = ".hss/models"
     out: str = "outputs/score"
+    baseline_dir: str = Field(
+        "data/baseline", description="the production baseline (dvc.yaml's outputs)"
+    )
+    bench_out: str = "outputs/bench"
 
 
 class HssSettings(BaseSettings):
@@ -234,6 +261,7 @@ class HssSettings(BaseSettings):
     perturb: PerturbSettings = Field(default_factory=PerturbSettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     score: ScoreSettings = Field(default_factory=ScoreSettings)
+    consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
     gate: GateSettings = Field(default_factory=GateSettings)
     monitor: MonitorSettings = Field(default_factory=MonitorSettings)
     experiment: ExperimentSettings = Field(default_factory=ExperimentSettings)

@@ -29,11 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from hss_gate import io as hss_io
+from hss_gate.consistency import aggregation, calibration, features, training
+from hss_gate.consistency import model as consistency_model
+from hss_gate.consistency import scorer as pair_scorer
+from hss_gate.research import factuality_data
+from hss_gate.settings import load_settings
 
-from hss_gate import factuality as F  # noqa: E402
-from hss_gate import nli as N  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 DATASETS = {
     "summeval": "summac_summeval.json",
@@ -51,15 +54,15 @@ PROBABILITIES = (
 )
 SUMMAC_PUBLISHED = {"summac_zs": 0.721, "summac_conv": 0.744}  # full benchmark, balanced acc.
 ABLATIONS = {
-    "factcc_lexical_zs": [f for f in F.FEATURES if not f.startswith("cos_")],
+    "factcc_lexical_zs": [f for f in features.FEATURES if not f.startswith("cos_")],
     "factcc_sbert_only_zs": ["cos_max", "cos_second"],
 }
 
 
-def load_dataset(path: Path) -> list[F.LabelledPair]:
+def load_dataset(path: Path) -> list[factuality_data.LabelledPair]:
     if path.suffix == ".jsonl":
-        return F.qags_pairs(path.read_text(encoding="utf-8").splitlines())
-    return F.summac_pairs(json.loads(path.read_text(encoding="utf-8")))
+        return factuality_data.qags_pairs(path.read_text(encoding="utf-8").splitlines())
+    return factuality_data.summac_pairs(json.loads(path.read_text(encoding="utf-8")))
 
 
 def bootstrap_auc(labels: np.ndarray, scores: np.ndarray, n: int = 1000, seed: int = 0):
@@ -68,29 +71,31 @@ def bootstrap_auc(labels: np.ndarray, scores: np.ndarray, n: int = 1000, seed: i
     for _ in range(n):
         idx = rng.integers(0, len(labels), len(labels))
         if 0 < labels[idx].sum() < len(idx):
-            values.append(F.roc_auc(labels[idx], scores[idx]))
+            values.append(calibration.roc_auc(labels[idx], scores[idx]))
     return float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
 
 
-def ablation_models(tagged, encode, seed: int) -> dict[str, tuple[list[int], F.LogisticModel]]:
+def ablation_models(
+    tagged, encode, seed: int
+) -> dict[str, tuple[list[int], consistency_model.LogisticModel]]:
     """The pair classifier refitted on feature subsets (same synthetic training documents)."""
-    data = N.synthetic_training_set(tagged, seed)
-    placeholder = F.LogisticModel(
-        F.FEATURES,
-        (0.0,) * len(F.FEATURES),
-        (1.0,) * len(F.FEATURES),
-        (0.0,) * len(F.FEATURES),
+    data = training.synthetic_training_set(tagged, seed)
+    placeholder = consistency_model.LogisticModel(
+        features.FEATURES,
+        (0.0,) * len(features.FEATURES),
+        (1.0,) * len(features.FEATURES),
+        (0.0,) * len(features.FEATURES),
         0.0,
     )
-    model = N.FactccModel(placeholder, encode, "features")
+    model = consistency_model.FactccModel(placeholder, encode, "features")
     encode([c.text for c in data.claims])
     x = model.features([data.documents[o] for o in data.owner], [c.text for c in data.claims])
     y = np.array([c.label for c in data.claims])
     train = ~np.isin(np.array(data.owner), sorted(data.dev))
     out = {}
     for name, names in ABLATIONS.items():
-        idx = [F.FEATURES.index(f) for f in names]
-        out[name] = (idx, F.fit_logistic(x[train][:, idx], y[train], names))
+        idx = [features.FEATURES.index(f) for f in names]
+        out[name] = (idx, training.fit_logistic(x[train][:, idx], y[train], names))
     return out
 
 
@@ -98,12 +103,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "external"))
     parser.add_argument("--out", default="outputs/factuality_benchmark")
-    parser.add_argument("--weights", default=".hss/factcc", help="trained here if missing")
-    parser.add_argument("--corpus", default="data/reference", help="training documents")
-    parser.add_argument("--cache", default=".hss/cache", help="SBERT embedding cache")
+    parser.add_argument("--weights", default=None, help="default consistency.weights_dir")
+    parser.add_argument("--corpus", default=None, help="training documents (default run.corpus)")
+    parser.add_argument("--cache", default=None, help="SBERT embedding cache (run.cache_dir)")
     parser.add_argument("--limit", type=int, default=None, help="first N items per dataset")
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args()
+    settings = load_settings("params.yaml")
+    args.weights = args.weights or settings.consistency.weights_dir
+    args.corpus = args.corpus or settings.run.corpus
+    args.cache = args.cache or settings.run.cache_dir
 
     from hss_gate.cache import Cache
     from hss_gate.corpus import load_corpus
@@ -117,34 +126,42 @@ def main() -> int:
         print(f"error: {data_dir}: missing {', '.join(missing)}", file=sys.stderr)
         return 2
     started = time.time()
-    encode = N.VectorCache(N.cached_encoder(SbertEmbedder(), Cache(args.cache)))
+    encode = consistency_model.VectorCache(
+        consistency_model.cached_encoder(SbertEmbedder(), Cache(args.cache))
+    )
     tagger = SpacyTagger()
-    tagged = N.tag_documents(tagger.nlp, [d.text for d in load_corpus(args.corpus)])
-    if N.weights_path(args.weights).exists():
-        weights = N.load_factcc_weights(args.weights)
+    tagged = training.tag_documents(tagger.nlp, [d.text for d in load_corpus(args.corpus)])
+    if consistency_model.weights_path(args.weights).exists():
+        weights = consistency_model.load_factcc_weights(args.weights)
     else:
-        weights = N.train_factcc(tagged, encode, seed=args.seed, progress=print)
-        N.save_factcc_weights(args.weights, weights)
+        weights = training.train_factcc(tagged, encode, seed=args.seed, progress=print)
+        consistency_model.save_factcc_weights(args.weights, weights)
     print(f"weights {weights.fingerprint}: {json.dumps(weights.provenance)}")
     ablations = ablation_models(tagged, encode, args.seed)
-    scorer = N.FactualityScorer(weights, encode)
+    scorer = pair_scorer.FactualityScorer(weights, encode)
 
     items: dict[str, list[dict]] = {}
     feature_cache: dict[str, list[np.ndarray]] = {}
     for name, file in DATASETS.items():
         pairs = load_dataset(data_dir / file)[: args.limit]
         t0 = time.time()
-        encode([s for p in pairs for s in (*F.split_units(p.document), *F.split_units(p.summary))])
-        mentions = tagger.mentions([F.truecase(p.summary, p.document) for p in pairs])
+        encode(
+            [
+                s
+                for p in pairs
+                for s in (*features.split_units(p.document), *features.split_units(p.summary))
+            ]
+        )
+        mentions = tagger.mentions([features.truecase(p.summary, p.document) for p in pairs])
         rows, feats = [], []
         for pair, ment in zip(pairs, mentions, strict=True):
             row = scorer.score(pair.document, pair.summary)
-            sentences = F.split_units(pair.summary)
+            sentences = features.split_units(pair.summary)
             x = scorer.factcc.sentence_features(pair.document, sentences)
             feats.append(x)
             for ab, (idx, model) in ablations.items():
                 m = model.predict_proba(x[..., idx].reshape(-1, len(idx))).reshape(x.shape[:2])
-                row[ab] = F.summac_zs(m)
+                row[ab] = aggregation.summac_zs(m)
             row["entity_support"] = 1.0 - unsupported_share(ment, pair.document)
             rows.append({"dataset": name, "id": pair.id, "label": pair.label} | row)
         items[name], feature_cache[name] = rows, feats
@@ -154,13 +171,13 @@ def main() -> int:
     def matrices(name: str) -> list[np.ndarray]:
         logistic = weights.logistic
         return [
-            logistic.predict_proba(x.reshape(-1, len(F.FEATURES))).reshape(x.shape[:2])
+            logistic.predict_proba(x.reshape(-1, len(features.FEATURES))).reshape(x.shape[:2])
             if x.size
             else np.zeros(x.shape[:2])
             for x in feature_cache[name]
         ]
 
-    conv_se = F.fit_conv(
+    conv_se = aggregation.fit_conv(
         matrices("summeval"),
         [r["label"] for r in items["summeval"]],
         bins=weights.conv.bins if weights.conv else 20,
@@ -187,7 +204,7 @@ def main() -> int:
     for c in candidates:
         s = np.array([r[c] for r in items["summeval"]], dtype=float)
         if np.isfinite(s).all():
-            thresholds[c] = F.best_threshold(se_labels, s)
+            thresholds[c] = calibration.best_threshold(se_labels, s)
     table = []
     for name in DATASETS:
         labels = np.array([r["label"] for r in items[name]])
@@ -202,23 +219,25 @@ def main() -> int:
                     "candidate": c,
                     "n": len(labels),
                     "n_inconsistent": int((labels == 0).sum()),
-                    "auc": F.roc_auc(labels, s),
+                    "auc": calibration.roc_auc(labels, s),
                     "auc_ci_low": lo,
                     "auc_ci_high": hi,
-                    "bacc_cv": F.cross_fit_balanced_accuracy(labels, s, seed=args.seed),
-                    "bacc_0.5": F.balanced_accuracy(labels, s >= 0.5)
+                    "bacc_cv": calibration.cross_fit_balanced_accuracy(labels, s, seed=args.seed),
+                    "bacc_0.5": calibration.balanced_accuracy(labels, s >= 0.5)
                     if c in PROBABILITIES or c == "consistency"
                     else np.nan,
-                    "bacc_summeval_thr": F.balanced_accuracy(labels, s >= thresholds[c])
+                    "bacc_summeval_thr": calibration.balanced_accuracy(labels, s >= thresholds[c])
                     if name != "summeval" and c in thresholds
                     else np.nan,
                     "summac_published_bacc": SUMMAC_PUBLISHED.get(c, np.nan),
                 }
             )
     out = Path(args.out)
-    N.write_rows_csv(out / "benchmark.csv", table, list(table[0]))
+    hss_io.write_rows_csv_atomic(out / "benchmark.csv", table, list(table[0]))
     score_cols = ["dataset", "id", "label", *candidates]
-    N.write_rows_csv(out / "scores.csv", [r for n in DATASETS for r in items[n]], score_cols)
+    hss_io.write_rows_csv_atomic(
+        out / "scores.csv", [r for n in DATASETS for r in items[n]], score_cols
+    )
 
     print(
         f"\n{'dataset':<11} {'candidate':<22} {'AUC':>6} {'95% CI':>13} {'bacc_cv':>8} "

@@ -8,13 +8,13 @@ gguf:smollm2-135m-instruct); the attributions explain that summary's log-likelih
 
 import sys
 
-from hss_gate.attribution import AttributionSettings, shap_attribution
 from hss_gate.corpus import load_corpus
-from hss_gate.instability import spearman
+from hss_gate.research.attribution import AttributionSettings, shap_attribution
+from hss_gate.research.instability import spearman
+from hss_gate.research.likelihood import load_scorer
 from hss_gate.settings import load_settings
 from hss_gate.summarizers import load_summarizer
 from hss_gate.summarizers.base import truncate_words
-from hss_gate.summarizers.likelihood import load_scorer
 
 
 def main() -> None:

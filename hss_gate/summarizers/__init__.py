@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from hss_gate.embedding import Embedder
 from hss_gate.errors import ModelError
+from hss_gate.redact import redacted_uri
 from hss_gate.settings import HssSettings
 from hss_gate.summarizers.base import FakeSummarizer, Summarizer
 
 SCHEMES = ("gguf", "hf", "extractive", "openai")
-_PASSWORD = re.compile(r"(://[^/@\s]*?:)[^/@\s]*@")
-_SECRET_QUERY = re.compile(r"(?i)([?&;][^=&#;]*(?:key|token|secret|passw|auth)[^=&#;]*=)[^&#;]*")
-
-
-def redacted_uri(uri: str) -> str:
-    """The model URI with any password or secret-looking query value replaced by ***."""
-    return _SECRET_QUERY.sub(r"\1***", _PASSWORD.sub(r"\1***@", uri))
 
 
 def load_summarizer(

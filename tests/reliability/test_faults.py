@@ -369,14 +369,14 @@ GATE_FAULTS = {
     "score production": (_fail_call(2, RuntimeError("injected: segfault-ish")), "segfault-ish"),
     "interrupted": (_fail_call(2, KeyboardInterrupt()), "interrupted"),
     "gx checks": (
-        _patch("hss_gate.promotion.run_gate_checks", RuntimeError("injected: gx crashed")),
+        _patch("hss_gate.workflows.gate.run_gate_checks", RuntimeError("injected: gx crashed")),
         "gx crashed",
     ),
     "drift": (
-        _patch("hss_gate.promotion.score_drift", ValueError("injected: no drift")),
+        _patch("hss_gate.workflows.gate.score_drift", ValueError("injected: no drift")),
         "injected: no drift",
     ),
-    "decide": (_patch("hss_gate.promotion.gate_decision", KeyError("injected")), "KeyError"),
+    "decide": (_patch("hss_gate.workflows.gate.gate_decision", KeyError("injected")), "KeyError"),
     "write score tables": (
         _patch("hss_gate.report.write_outputs", OSError(28, "No space left on device")),
         "No space left",
@@ -480,12 +480,12 @@ MONITOR_FAULTS = {
     "score": (_fail_call(1, ModelError("injected: model down")), "model down", True),
     "crash in scoring": (_fail_call(1, RuntimeError("injected: crash")), "crash", True),
     "drift": (
-        _patch("hss_gate.promotion.score_drift", ValueError("injected: drift")),
+        _patch("hss_gate.workflows.monitor.score_drift", ValueError("injected: drift")),
         "injected: drift",
         True,
     ),
     "checks": (
-        _patch("hss_gate.promotion.run_monitor_checks", RuntimeError("injected: gx")),
+        _patch("hss_gate.workflows.monitor.run_monitor_checks", RuntimeError("injected: gx")),
         "gx",
         True,
     ),

@@ -9,7 +9,7 @@
 6. SQL only with bound parameters
 7. every HTML report escapes document and summary text (checked in a real headless Chromium)
 8. GitHub workflows: no untrusted pull-request code with secrets (beside
-   tests/unit/test_workflows.py)
+   tests/unit/test_github_workflows.py)
 
 RELIABILITY.md lists every case with its test.
 """
@@ -198,7 +198,7 @@ def _fake_transformers(monkeypatch, calls: list) -> None:
 
 
 def test_hf_loaders_pass_remote_code_off_and_safetensors_only(monkeypatch, tmp_path):
-    from hss_gate.nli import HfNliModel
+    from hss_gate.consistency.model import HfNliModel
     from hss_gate.settings import GenerateSettings
     from hss_gate.summarizers.hf import HfSummarizer
 
@@ -322,7 +322,7 @@ def test_canary_pickle_works(tmp_path):
 
 
 def test_hf_summarizer_and_nli_refuse_a_pickle_checkpoint(tmp_path):
-    from hss_gate.nli import HfNliModel
+    from hss_gate.consistency.model import HfNliModel
     from hss_gate.settings import GenerateSettings
     from hss_gate.summarizers.hf import HfSummarizer
 
@@ -366,15 +366,15 @@ def test_word_vectors_refuse_gensims_pickled_format(tmp_path):
 
 
 def _factcc_weights():
-    from hss_gate.factuality import ConvAggregator, LogisticModel
-    from hss_gate.nli import FactccWeights
+    from hss_gate.consistency.aggregation import ConvAggregator
+    from hss_gate.consistency.model import FactccWeights, LogisticModel
 
     logistic = LogisticModel(("a", "b"), (0.0, 1.0), (1.0, 2.0), (0.5, -0.5), 0.1)
     return FactccWeights(logistic, ConvAggregator((0.1, 0.2, 0.3), -0.2), {"corpus": "x"})
 
 
 def test_factcc_weights_are_json_not_pickle(tmp_path):
-    from hss_gate.nli import load_factcc_weights, save_factcc_weights
+    from hss_gate.consistency.model import load_factcc_weights, save_factcc_weights
 
     weights = _factcc_weights()
     path = save_factcc_weights(tmp_path, weights)
@@ -723,7 +723,7 @@ def test_a_model_uri_with_a_credential_is_refused_without_echoing_it(uri, monkey
     ],
 )
 def test_a_model_uri_without_a_credential_is_kept_as_given(uri):
-    from hss_gate.summarizers import redacted_uri
+    from hss_gate.redact import redacted_uri
 
     assert redacted_uri(uri) == uri
 
@@ -1140,7 +1140,7 @@ def _hostile_decision():
 
 @pytest.mark.integration
 def test_gate_decision_html_escapes_every_text(tmp_path):
-    from hss_gate.decision_report import write_decision
+    from hss_gate.workflows.gate import write_decision
 
     example = {
         "doc_id": PAYLOAD,
@@ -1220,7 +1220,7 @@ def _parse_elements(dom: str) -> list[tuple[str, dict[str, str | None]]]:
 
 @pytest.mark.integration
 def test_experiment_report_html_escapes_every_text_and_the_localization(tmp_path):
-    from hss_gate.experiment_report import localization_section, write_report
+    from hss_gate.research.experiment_report import localization_section, write_report
 
     table = pd.DataFrame({"doc_id": [PAYLOAD], "model": [PAYLOAD], "hss": [0.5]})
     localization = localization_section(
@@ -1289,6 +1289,7 @@ def test_great_expectations_data_docs_escape_ids_and_categories(tmp_path):
     documents.loc[[0, 1], "doc_id"] = PAYLOAD  # duplicate ids: listed as unexpected values
     documents.loc[2, "category"] = PAYLOAD  # a category outside the expected set
     docs_dir = tmp_path / "data_docs"
+    docs_dir.mkdir()
     results = run_suites(tables, specs_for(categories=[*CATS, PAYLOAD]), docs_dir=docs_dir)
     failed = {r.name for r in results if not r.success}
     assert "doc_id_unique" in failed
@@ -1314,11 +1315,10 @@ def test_evidently_drift_report_escapes_the_title_and_skips_hostile_column_names
     rng = np.random.default_rng(0)
     reference = pd.DataFrame({PAYLOAD: rng.normal(0, 1, 40), "hss": rng.normal(0, 1, 40)})
     current = pd.DataFrame({PAYLOAD: rng.normal(2, 1, 40), "hss": rng.normal(0, 1, 40)})
-    result = drift_report(
-        reference, current, [PAYLOAD, "hss"], drift_share=0.5, out_dir=tmp_path, title=PAYLOAD
-    )
+    result = drift_report(reference, current, [PAYLOAD, "hss"], drift_share=0.5, title=PAYLOAD)
     assert [c.column for c in result.columns] == ["hss"]
     assert any("not a plain column name" in reason for reason in result.skipped)
+    (tmp_path / "drift.html").write_text(result.pages["html"], encoding="utf-8")
     dom = rendered_dom(tmp_path / "drift.html")
     assert _payload_effects(dom) == []
     with pytest.raises(ValueError, match="drift_columns"):

@@ -94,14 +94,12 @@ def test_tiny_frames_give_no_drift_with_a_reason(frames, tmp_path, n_ref, n_cur)
         current.head(n_cur) + 100,
         ["a", "b"],
         drift_share=0.5,
-        out_dir=tmp_path,
     )
     assert result.drifted is False and result.share == 0.0
     assert result.columns == []
     assert result.skipped_columns == ["a", "b"]
     assert all("too few rows" in s for s in result.skipped)
-    assert result.html is None and result.json is None
-    assert list(tmp_path.iterdir()) == []
+    assert result.html is None and result.json is None and result.pages == {}
 
 
 def test_no_usable_columns_gives_no_drift(frames):
@@ -112,31 +110,28 @@ def test_no_usable_columns_gives_no_drift(frames):
     assert empty.drifted is False and empty.skipped
 
 
-def test_writes_html_and_json(frames, tmp_path):
-    reference, current = frames
-    out = tmp_path / "monitor"
-    result = drift_report(
-        reference,
-        current,
-        ["a", "b"],
-        drift_share=0.5,
-        out_dir=out,
-        name="scores",
-        title="Score drift <live>",
-    )
-    html_path, json_path = out / "scores.html", out / "scores.json"
-    assert result.html == str(html_path) and result.json == str(json_path)
-    assert html_path.stat().st_size > 10_000
-    page = html_path.read_text(encoding="utf-8")
-    assert "<title>Score drift &lt;live&gt;</title>" in page
-    data = json.loads(json_path.read_text(encoding="utf-8"))
-    assert {t["status"] for t in data["tests"]} >= {"FAIL", "SUCCESS"}
-    assert column_results(data, ["a", "b"]) == result.columns  # the file re-reads the same way
-    assert sorted(p.name for p in out.iterdir()) == ["scores.html", "scores.json"]  # no temp left
+def test_returns_the_report_pages_and_the_workflow_writes_them(frames, tmp_path):
+    from hss_gate.settings import MonitorSettings
+    from hss_gate.workflows.score import score_drift
 
-    record = json.loads(json.dumps(result.to_dict()))
+    reference, current = frames
+    result = drift_report(reference, current, ["a", "b"], drift_share=0.5, title="Drift <live>")
+    assert set(result.pages) == {"html", "json"} and result.html is None  # nothing written
+    assert "<title>Drift &lt;live&gt;</title>" in result.pages["html"]
+    data = json.loads(result.pages["json"])
+    assert {t["status"] for t in data["tests"]} >= {"FAIL", "SUCCESS"}
+    assert column_results(data, ["a", "b"]) == result.columns  # the page re-reads the same way
+
+    out = tmp_path / "monitor"
+    settings = MonitorSettings(drift_columns=["a", "b"], drift_share=0.5)
+    record = score_drift(reference, current, settings, out, "Score drift <live>")
+    html_path, json_path = out / "drift.html", out / "drift.json"
+    assert record["html"] == str(html_path) and record["json"] == str(json_path)
+    assert html_path.stat().st_size > 10_000
+    assert "<title>Score drift &lt;live&gt;</title>" in html_path.read_text(encoding="utf-8")
+    assert sorted(p.name for p in out.iterdir()) == ["drift.html", "drift.json"]  # no temp left
     assert record["drifted"] is True and record["drifted_columns"] == ["a"]
-    assert record["columns"][0]["column"] == "a" and record["html"] == str(html_path)
+    assert json.loads(json.dumps(record))["columns"][0]["column"] == "a"
 
 
 def test_bad_drift_share_is_an_input_error(frames):

@@ -214,6 +214,7 @@ def clean_run(tmp_path_factory):
     """One full run on clean tables, with Data Docs, from an empty cwd, with sockets watched."""
     workdir = tmp_path_factory.mktemp("cwd")
     docs_dir = tmp_path_factory.mktemp("out") / "data_docs"
+    docs_dir.mkdir()  # run_suites builds the site into a folder it is given
     connects: list = []
     real_connect = socket.socket.connect
 
@@ -277,19 +278,21 @@ def test_data_docs_are_built_into_docs_dir(clean_run):
     html = index.read_text()
     for table in ("documents", "perturbations", "categories"):
         assert f"hss_gate.{table}" in html
-    assert list(docs_dir.parent.glob(".data_docs.*")) == []  # temp build dirs cleaned up
 
 
-def test_docs_dir_is_replaced_not_merged(tmp_path):
+def test_the_workflow_replaces_the_docs_dir_whole(tmp_path):
+    from hss_gate.workflows.score import validate_tables
+
     docs_dir = tmp_path / "docs"
     docs_dir.mkdir()
     (docs_dir / "stale.html").write_text("old")
     tables = {"categories": clean_tables()["categories"]}
     specs = [s for s in specs_for() if s.table == "categories"]
-    results = run_suites(tables, specs, docs_dir=docs_dir)
-    assert failed(results) == set()
+    results = validate_tables(tables, specs, docs_dir)
+    assert [r for r in results if not r["success"]] == []
     assert (docs_dir / "index.html").is_file()
     assert not (docs_dir / "stale.html").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # temp build dirs cleaned up
 
 
 @pytest.mark.parametrize(

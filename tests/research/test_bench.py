@@ -6,8 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from hss_gate.bench import linear_fit, ratios, run_timed
-from hss_gate.bench_run import markdown
+from hss_gate.research.bench import linear_fit, ratios, run_timed
+from hss_gate.research.bench_run import markdown
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 """Word-level attributions of the summarizer's teacher-forced log-likelihood (METHOD.md §5).
 
 Target: f(x) = log p(y0 | x), the summarizer's log-likelihood of its base summary y0 given a
-(masked) document x (hss_gate.summarizers.likelihood). Features are whitespace words, so the
+(masked) document x (hss_gate.research.likelihood). Features are whitespace words, so the
 attributions of a document and of a perturbation of it (one-for-one swaps) align by position.
 A masked word is removed together with the whitespace before it (or replaced by `mask_token`);
 unmasked text keeps its original formatting, so f(all words kept) is exactly f(document).
@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from hss_gate.instability import (
+from hss_gate.research.instability import (
     aggregate,
     align,
     attribution_mass,
@@ -36,7 +36,7 @@ from hss_gate.instability import (
     mass_wasserstein,
     word_changes,
 )
-from hss_gate.summarizers.likelihood import LikelihoodScorer
+from hss_gate.research.likelihood import LikelihoodScorer
 
 METHODS = ("shap", "lime", "smile", "attention")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")

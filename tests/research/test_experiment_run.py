@@ -8,10 +8,10 @@ import pytest
 from hss_gate.cache import Cache
 from hss_gate.corpus import Document
 from hss_gate.embedding import HashingEmbedder
-from hss_gate.experiment_report import localization_section, write_report
-from hss_gate.experiment_run import external_documents, run_experiment
 from hss_gate.normalization import compute_normalization
 from hss_gate.pipeline import Toolkit, score_documents
+from hss_gate.research.experiment_report import localization_section, write_report
+from hss_gate.research.experiment_run import external_documents, run_experiment
 from hss_gate.settings import ExperimentSettings, HssSettings, PerturbSettings
 from hss_gate.summarizers import load_summarizer
 from tests.conftest import FakeTagger
@@ -184,7 +184,7 @@ def test_external_documents(tmp_path):
 
 
 def test_attribution_hook_adds_instability_for_models_with_likelihoods(settings, tmp_path):
-    from hss_gate.experiment_run import attribution_hook
+    from hss_gate.research.experiment_run import attribution_hook
 
     tools = Toolkit(
         tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
@@ -237,7 +237,7 @@ def test_attribution_models_limit_which_models_are_explained(settings, tmp_path)
 def test_explained_perturbations_take_one_per_band_first():
     from types import SimpleNamespace
 
-    from hss_gate.experiment_run import explained_perturbations
+    from hss_gate.research.experiment_run import explained_perturbations
 
     perturbations = [
         SimpleNamespace(strength=band, index=i) for band in ("low", "mid", "high") for i in (0, 1)

@@ -21,11 +21,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from hss_gate import factuality as F
-from hss_gate import nli as N
 from hss_gate.cli import app
+from hss_gate.consistency import aggregation, calibration, features
+from hss_gate.consistency import model as consistency_model
+from hss_gate.consistency import scorer as pair_scorer
 from hss_gate.embedding import HashingEmbedder
 from hss_gate.errors import ModelError
+from hss_gate.research import factuality_data
 from tests.conftest import CORPUS, REPO
 
 torch = pytest.importorskip("torch")
@@ -95,8 +97,8 @@ def _reference_probs(directory: Path, premises: list[str], hypotheses: list[str]
 
 
 def test_hf_nli_scores_shape_range_and_label_mapping(nli_dir: Path) -> None:
-    model = N.load_consistency_model(f"hf:{nli_dir}", HashingEmbedder().encode)
-    assert isinstance(model, N.HfNliModel)
+    model = consistency_model.load_consistency_model(f"hf:{nli_dir}", HashingEmbedder().encode)
+    assert isinstance(model, consistency_model.HfNliModel)
     scores = model.scores(PREMISES, HYPOTHESES)
     assert scores.shape == (4,)
     assert np.all((scores >= 0) & (scores <= 1))
@@ -105,7 +107,7 @@ def test_hf_nli_scores_shape_range_and_label_mapping(nli_dir: Path) -> None:
     np.testing.assert_allclose(scores, (1 + probs[:, 2] - probs[:, 0]) / 2, atol=1e-5)
     assert len(set(np.round(scores, 6))) > 1, "a random model should still depend on the input"
     # padding in a batch does not change a pair's score
-    single = N.HfNliModel(str(nli_dir), batch_size=1).scores(PREMISES, HYPOTHESES)
+    single = consistency_model.HfNliModel(str(nli_dir), batch_size=1).scores(PREMISES, HYPOTHESES)
     np.testing.assert_allclose(single, scores, atol=1e-5)
     assert model.scores([], []).shape == (0,)
     with pytest.raises(ValueError, match="premises"):
@@ -120,26 +122,26 @@ def test_hf_nli_follows_the_config_labels_not_the_position(nli_dir: Path, tmp_pa
     config["label2id"] = {"ENTAILMENT": 0, "NEUTRAL": 1, "CONTRADICTION": 2}
     (swapped / "config.json").write_text(json.dumps(config))
 
-    model = N.HfNliModel(str(swapped))
+    model = consistency_model.HfNliModel(str(swapped))
     scores = model.scores(PREMISES, HYPOTHESES)
     probs = _reference_probs(nli_dir, PREMISES, HYPOTHESES)  # same weights
     assert (model.entail_index, model.contradiction_index) == (0, 2)
     np.testing.assert_allclose(scores, (1 + probs[:, 0] - probs[:, 2]) / 2, atol=1e-5)
-    assert model.fingerprint != N.HfNliModel(str(nli_dir)).fingerprint
+    assert model.fingerprint != consistency_model.HfNliModel(str(nli_dir)).fingerprint
 
 
 def test_hf_nli_matrix_and_summac_zs(nli_dir: Path) -> None:
-    model = N.HfNliModel(str(nli_dir))
+    model = consistency_model.HfNliModel(str(nli_dir))
     document = "The council approved a new budget on Monday. Rain fell. The river rose."
     summary = ["The council approved a budget.", "The river rose."]
-    matrix = N.consistency_matrix(model, document, summary)
+    matrix = consistency_model.consistency_matrix(model, document, summary)
     assert matrix.shape == (2, 3)
     expected = model.scores(
-        [s for _ in summary for s in F.split_units(document)],
+        [s for _ in summary for s in features.split_units(document)],
         [h for h in summary for _ in range(3)],
     ).reshape(2, 3)
     np.testing.assert_allclose(matrix, expected)
-    assert F.summac_zs(matrix) == pytest.approx(matrix.max(axis=1).mean())
+    assert aggregation.summac_zs(matrix) == pytest.approx(matrix.max(axis=1).mean())
 
 
 def test_hf_nli_refuses_pickles_and_unknown_labels(nli_dir: Path, tmp_path: Path) -> None:
@@ -150,13 +152,13 @@ def test_hf_nli_refuses_pickles_and_unknown_labels(nli_dir: Path, tmp_path: Path
     torch.save(model.state_dict(), pickled / "pytorch_model.bin")
     weights.unlink()
     with pytest.raises(ModelError, match="safetensors"):
-        N.HfNliModel(str(pickled))
+        consistency_model.HfNliModel(str(pickled))
 
     unlabelled = _save_nli(tmp_path / "unlabelled", ("LABEL_0", "LABEL_1"))
     with pytest.raises(ModelError, match="no entailment label"):
-        N.HfNliModel(str(unlabelled)).scores(PREMISES[:1], HYPOTHESES[:1])
+        consistency_model.HfNliModel(str(unlabelled)).scores(PREMISES[:1], HYPOTHESES[:1])
     with pytest.raises(ModelError, match="cannot load NLI model"):
-        N.HfNliModel(str(tmp_path / "absent-dir-or-hub-id")).scores(["a"], ["b"])
+        consistency_model.HfNliModel(str(tmp_path / "absent-dir-or-hub-id")).scores(["a"], ["b"])
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -278,9 +280,9 @@ def test_cli_on_fakes_writes_every_column(
     result = runner.invoke(app, [*args, "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert "training the FactCC-style classifier" in result.output
-    assert N.weights_path(weights).exists()
+    assert consistency_model.weights_path(weights).exists()
     rows = _read_csv(tmp_path / "out" / "factuality.csv")
-    assert list(rows[0]) == list(N.COLUMNS)
+    assert list(rows[0]) == list(pair_scorer.COLUMNS)
     assert [r["id"] for r in rows] == list(summaries)
     for row in rows:
         assert 0.0 <= float(row["consistency"]) <= 1.0
@@ -294,9 +296,11 @@ def test_cli_on_fakes_writes_every_column(
     assert again.exit_code == 0, again.output
     assert "training" not in again.output
     hf_rows = _read_csv(tmp_path / "hf" / "factuality.csv")
-    nli = N.HfNliModel(str(nli_dir))
+    nli = consistency_model.HfNliModel(str(nli_dir))
     for row, summary in zip(hf_rows, summaries.values(), strict=True):
-        expected = F.summac_zs(N.consistency_matrix(nli, document, F.split_units(summary)))
+        expected = aggregation.summac_zs(
+            consistency_model.consistency_matrix(nli, document, features.split_units(summary))
+        )
         assert float(row["summac_zs"]) == pytest.approx(expected, abs=1e-6)
         assert row["summac_conv"] == ""  # the Conv head belongs to the factcc matrix
         assert row["factcc"] == by_id[row["id"]]["factcc"]
@@ -326,7 +330,7 @@ def test_cli_on_the_embedded_models(runner: CliRunner, tmp_path: Path, real_tool
     rows = {r["id"]: r for r in _read_csv(tmp_path / "out" / "factuality.csv")}
     for broken in ("number", "negated"):
         assert float(rows[broken]["consistency"]) < float(rows["same"]["consistency"]), broken
-    weights = N.load_factcc_weights(tmp_path / "w")
+    weights = consistency_model.load_factcc_weights(tmp_path / "w")
     assert weights.provenance["documents"] == 8
     assert weights.provenance["dev_claim_auc"] > 0.7  # synthetic held-out documents
 
@@ -342,15 +346,19 @@ def _external(name: str) -> Path:
 
 
 def test_external_benchmarks_parse_with_the_expected_labels() -> None:
-    summeval = F.summac_pairs(json.loads(_external("summac_summeval.json").read_text()))
-    factcc = F.summac_pairs(json.loads(_external("summac_factcc.json").read_text()))
-    qags = F.qags_pairs(_external("qags_mturk_cnndm.jsonl").read_text().splitlines())
+    summeval = factuality_data.summac_pairs(
+        json.loads(_external("summac_summeval.json").read_text())
+    )
+    factcc = factuality_data.summac_pairs(json.loads(_external("summac_factcc.json").read_text()))
+    qags = factuality_data.qags_pairs(_external("qags_mturk_cnndm.jsonl").read_text().splitlines())
     counts = {
         name: (len(p), sum(x.label == 0 for x in p))
         for name, p in (("summeval", summeval), ("factcc", factcc), ("qags", qags))
     }
     assert counts == {"summeval": (100, 37), "factcc": (311, 37), "qags": (235, 122)}
     # the cheapest comparator already separates SummEval's labels (see docs/FACTUALITY.md)
-    precision = [F.overlap_scores(p.document, p.summary).precision for p in summeval]
-    assert F.roc_auc([p.label for p in summeval], precision) > 0.8
-    assert not math.isnan(F.roc_auc([p.label for p in qags], [len(p.summary) for p in qags]))
+    precision = [features.overlap_scores(p.document, p.summary).precision for p in summeval]
+    assert calibration.roc_auc([p.label for p in summeval], precision) > 0.8
+    assert not math.isnan(
+        calibration.roc_auc([p.label for p in qags], [len(p.summary) for p in qags])
+    )

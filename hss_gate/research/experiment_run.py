@@ -14,7 +14,9 @@ import pandas as pd
 from hss_gate.corpus import Document
 from hss_gate.distance import transport_shares
 from hss_gate.errors import InputError
-from hss_gate.experiment import (
+from hss_gate.normalization import Normalization
+from hss_gate.progress import Progress, no_progress
+from hss_gate.research.experiment import (
     correlation_table,
     extractiveness_table,
     group_table,
@@ -22,9 +24,7 @@ from hss_gate.experiment import (
     model_table,
     strength_table,
 )
-from hss_gate.experiment_report import paper_table
-from hss_gate.normalization import Normalization
-from hss_gate.pipeline import Progress, no_progress
+from hss_gate.research.experiment_report import paper_table
 from hss_gate.sentences import split_sentences
 from hss_gate.settings import HssSettings
 
@@ -111,7 +111,7 @@ def ablation_table(
     progress: Progress = no_progress,
 ) -> pd.DataFrame:
     """HSS of one model with each protection switched off, and with no normalization."""
-    from hss_gate.experiment import _spearman
+    from hss_gate.research.experiment import _spearman
 
     rows = []
     for name, change in ABLATIONS.items():
@@ -277,10 +277,10 @@ def attribution_hook(settings: HssSettings, tools: Any, cache: Any) -> Comparato
     """SHAP / LIME / attention instability of each model's base summary under the document's
     perturbations (rank instability = 1 - Spearman of aligned word attributions; see
     docs/ATTRIBUTION.md). Models without token probabilities get no columns."""
-    from hss_gate.attribution import AttributionSettings, explain_document
     from hss_gate.errors import ModelError
     from hss_gate.pipeline import make_perturbations
-    from hss_gate.summarizers.likelihood import load_scorer
+    from hss_gate.research.attribution import AttributionSettings, explain_document
+    from hss_gate.research.likelihood import load_scorer
 
     exp = settings.experiment
     budget = AttributionSettings(
@@ -313,3 +313,86 @@ def attribution_hook(settings: HssSettings, tools: Any, cache: Any) -> Comparato
         return pd.DataFrame(rows)
 
     return columns
+
+
+def factuality_hook(settings: HssSettings) -> Comparators:
+    """Every factuality comparator's column for the base summaries (hss_gate.consistency)."""
+    from hss_gate.workflows.factuality import consistency_scorer
+
+    scorer = consistency_scorer(settings)
+
+    def columns(uri: str, docs: Sequence[Document], base: dict[str, str]) -> pd.DataFrame:
+        rows = scorer.score_many([(d.doc_id, d.text, base[d.doc_id]) for d in docs])
+        return pd.DataFrame(rows).rename(columns={"id": "doc_id"})
+
+    return columns
+
+
+def run_and_report(
+    settings: HssSettings,
+    *,
+    limit: int | None = None,
+    out: str | None = None,
+    progress: Progress = no_progress,
+) -> Path:
+    """`hss experiment`: the documents of the `experiment` settings, every model scored, the
+    comparators and attribution added, the report written to OUT; returns OUT."""
+    import functools
+
+    import yaml
+
+    from hss_gate import model_store
+    from hss_gate.cache import Cache
+    from hss_gate.corpus import load_corpus
+    from hss_gate.io import write_csv_atomic, write_text_atomic
+    from hss_gate.normalization import load_normalization
+    from hss_gate.research.experiment_report import localization_section, write_report
+    from hss_gate.runner import score_model
+    from hss_gate.toolkit import real_toolkit
+
+    exp = settings.experiment
+    docs = load_corpus(settings.run.corpus) + external_documents(
+        exp.external, exp.external_documents, exp.external_category
+    )
+    if limit is not None:
+        if limit < 1:
+            raise InputError("--limit must be at least 1")
+        docs = docs[:limit]
+    norm = load_normalization(settings.score.normalization)
+    tools = real_toolkit(settings)
+    errors = pd.read_csv(exp.handcheck) if Path(exp.handcheck).exists() else None
+    names = {
+        alias: f"gguf:{m.name}" for m in model_store.all_models() for alias in (m.name, *m.aliases)
+    }
+    out_dir = Path(out or exp.out)
+    result = run_experiment(
+        docs,
+        settings,
+        norm,
+        score=functools.partial(score_model, tools=tools),
+        embed=tools.embedder.encode,
+        comparators=factuality_hook(settings),
+        attribution=attribution_hook(settings, tools, Cache(settings.run.cache_dir)),
+        errors=errors,
+        model_names=names,
+        progress=progress,
+    )
+    stated = yaml.safe_dump(
+        {
+            "perturb": settings.perturb.model_dump(mode="json"),
+            "experiment": exp.model_dump(mode="json"),
+        },
+        sort_keys=False,
+    )
+    write_report(
+        out_dir,
+        result.tables,
+        stated,
+        result.notes,
+        localization_section(result.localization),
+        result.documents,
+        result.tables["strength"],
+    )
+    write_csv_atomic(out_dir / "documents.csv", result.documents)
+    write_text_atomic(out_dir / "localization.json", json.dumps(result.localization, indent=1))
+    return out_dir

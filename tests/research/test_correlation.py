@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hss_gate.correlation import correlation_ci
+from hss_gate.research.correlation import correlation_ci
 
 pytestmark = pytest.mark.unit
 

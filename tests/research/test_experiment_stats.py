@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from hss_gate.experiment import (
+from hss_gate.normalization import compute_normalization
+from hss_gate.research.experiment import (
     correlation_table,
     extractiveness_table,
     handcheck_table,
@@ -15,7 +16,6 @@ from hss_gate.experiment import (
     partial_spearman,
     strength_table,
 )
-from hss_gate.normalization import compute_normalization
 
 pytestmark = pytest.mark.unit
 

@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hss_gate.decision_report import write_text_atomic
-from hss_gate.experiment import COMPARATORS
-from hss_gate.report import write_csv_atomic
+from hss_gate.io import write_csv_atomic, write_text_atomic
+from hss_gate.research.experiment import COMPARATORS
 
 KNOWLEDGE_HEAVY = ("science", "legal", "medical")
 LIGHT = ("social_media", "product_reviews")

@@ -12,7 +12,7 @@ outside and with its peak memory from the kernel (wait4):
 - dask: the flows' Dask route with 1 and 2 local workers;
 - shap: SHAP at our budget against shap's default budget for the same explainer.
 
-`python -m hss_gate.bench STAGE CONFIG.json RESULT.json` runs one in-process stage.
+`python -m hss_gate.research.bench STAGE CONFIG.json RESULT.json` runs one in-process stage.
 """
 
 from __future__ import annotations
@@ -52,6 +52,22 @@ QUICK = BenchPlan(
     documents=2, sample=1, scale_documents=[1], scale_k=[2], shap_words=50, dask=False
 )
 FULL = BenchPlan(other_models=["gguf:qwen2.5-coder-0.5b-instruct"])
+
+
+def plan_for(quick: bool, model: str | None = None, documents: int | None = None) -> BenchPlan:
+    """The quick or full plan, for another model or number of documents if given."""
+    from dataclasses import replace
+
+    from hss_gate.errors import InputError
+
+    if documents is not None and documents < 1:
+        raise InputError("--documents must be at least 1")
+    plan = QUICK if quick else FULL
+    return replace(
+        plan,
+        model=model or plan.model,
+        documents=plan.documents if documents is None else documents,
+    )
 
 
 @dataclass
@@ -254,7 +270,7 @@ def naive_stage(config: dict[str, Any]) -> dict[str, Any]:
     hss = {
         doc.doc_id: severity(
             distances[doc.doc_id],
-            normalization.constant(doc.category, "aware" if aware else "raw")[0],
+            normalization.constant(doc.category, settings.score.variant)[0],
         )
         for doc in docs
     }
@@ -263,13 +279,13 @@ def naive_stage(config: dict[str, Any]) -> dict[str, Any]:
 
 def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     """SHAP of one short document at our budget and at shap's default, and their agreement."""
-    from hss_gate.attribution import AttributionSettings, shap_attribution
     from hss_gate.corpus import load_corpus
     from hss_gate.errors import ModelError
-    from hss_gate.instability import spearman
+    from hss_gate.research.attribution import AttributionSettings, shap_attribution
+    from hss_gate.research.instability import spearman
+    from hss_gate.research.likelihood import load_scorer
     from hss_gate.summarizers import load_summarizer
     from hss_gate.summarizers.base import truncate_words
-    from hss_gate.summarizers.likelihood import load_scorer
 
     settings = _stage_settings(config)
     try:

@@ -8,16 +8,17 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr, wasserstein_distance
 
-from hss_gate.attribution import (
+from hss_gate.distance import transport_shares
+from hss_gate.embedding import HashingEmbedder
+from hss_gate.perturb import find_candidates, perturb
+from hss_gate.research.attribution import (
     edit_positions,
     render,
     split_words,
     word_hierarchy,
     word_spans,
 )
-from hss_gate.distance import transport_shares
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.instability import (
+from hss_gate.research.instability import (
     aggregate,
     align,
     aligned_instability,
@@ -31,7 +32,6 @@ from hss_gate.instability import (
     word_changes,
     word_positions,
 )
-from hss_gate.perturb import find_candidates, perturb
 from hss_gate.settings import PerturbSettings
 from tests.conftest import FakeLexicon, FakeTagger, FakeVectors
 

@@ -10,10 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hss_gate import factuality as F
-from hss_gate import nli as N
+from hss_gate import io as hss_io
+from hss_gate.consistency import aggregation, calibration, features, training
+from hss_gate.consistency import model as consistency_model
+from hss_gate.consistency import scorer as pair_scorer
 from hss_gate.embedding import HashingEmbedder
 from hss_gate.errors import InputError, ModelError
+from hss_gate.research import factuality_data
 
 pytestmark = pytest.mark.unit
 
@@ -25,26 +28,26 @@ def test_summac_zs_on_a_hand_built_matrix() -> None:
     # rows: summary sentences, columns: document sentences
     matrix = np.array([[0.10, 0.90, 0.30], [0.50, 0.20, 0.40], [0.05, 0.00, 0.65]])
     # best support per summary sentence: 0.90, 0.50, 0.65
-    assert F.summac_zs(matrix) == pytest.approx((0.90 + 0.50 + 0.65) / 3)
-    assert F.summac_zs(matrix, reduce="min") == pytest.approx(0.50)
+    assert aggregation.summac_zs(matrix) == pytest.approx((0.90 + 0.50 + 0.65) / 3)
+    assert aggregation.summac_zs(matrix, reduce="min") == pytest.approx(0.50)
     # the orientation matters: the transpose is a different question
-    assert F.summac_zs(matrix.T) == pytest.approx((0.50 + 0.90 + 0.65) / 3)
-    assert F.summac_zs(np.array([[0.2, 0.7]])) == pytest.approx(0.7)
+    assert aggregation.summac_zs(matrix.T) == pytest.approx((0.50 + 0.90 + 0.65) / 3)
+    assert aggregation.summac_zs(np.array([[0.2, 0.7]])) == pytest.approx(0.7)
 
 
 def test_summac_zs_rejects_bad_input() -> None:
-    assert math.isnan(F.summac_zs(np.zeros((0, 3))))
+    assert math.isnan(aggregation.summac_zs(np.zeros((0, 3))))
     with pytest.raises(ValueError, match="2-D"):
-        F.summac_zs(np.array([0.1, 0.2]))
+        aggregation.summac_zs(np.array([0.1, 0.2]))
     with pytest.raises(ValueError, match="reduce"):
-        F.summac_zs(np.ones((2, 2)), reduce="max")
+        aggregation.summac_zs(np.ones((2, 2)), reduce="max")
 
 
 def test_row_histograms_and_conv_head_by_hand() -> None:
     matrix = np.array([[0.1, 0.2, 0.9, 1.0], [0.6, 0.7, 0.8, 0.3]])
-    hist = F.row_histograms(matrix, bins=2)
+    hist = aggregation.row_histograms(matrix, bins=2)
     np.testing.assert_allclose(hist, [[0.5, 0.5], [0.25, 0.75]])
-    head = F.ConvAggregator(weights=(-2.0, 3.0), bias=0.5)
+    head = aggregation.ConvAggregator(weights=(-2.0, 3.0), bias=0.5)
     logits = [-1.0 + 1.5 + 0.5, -0.5 + 2.25 + 0.5]  # w . histogram + b per summary sentence
     np.testing.assert_allclose(head.sentence_logits(matrix), logits)
     assert head.score(matrix) == pytest.approx(1 / (1 + math.exp(-np.mean(logits))))
@@ -61,9 +64,9 @@ def test_fit_conv_learns_that_high_support_means_consistent() -> None:
             m[np.arange(3), rng.integers(0, 8, 3)] = rng.uniform(0.85, 1.0, 3)
         matrices.append(m)
         labels.append(label)
-    head = F.fit_conv(matrices[:40], labels[:40], bins=10, l2=1e-4)
+    head = aggregation.fit_conv(matrices[:40], labels[:40], bins=10, l2=1e-4)
     scores = [head.score(m) for m in matrices[40:]]
-    assert F.roc_auc(labels[40:], scores) == 1.0
+    assert calibration.roc_auc(labels[40:], scores) == 1.0
     assert head.weights[-1] > head.weights[0]  # mass in the top bin raises the score
 
 
@@ -73,21 +76,21 @@ def test_fit_conv_learns_that_high_support_means_consistent() -> None:
 def test_overlap_precision_recall_f1_on_hand_made_pairs() -> None:
     doc = "The council approved the budget on Monday."
     # content words: council, approved, budget, monday
-    exact = F.overlap_scores(doc, "The council approved the budget.")
+    exact = features.overlap_scores(doc, "The council approved the budget.")
     assert (exact.precision, exact.recall) == (1.0, 0.75)
     assert exact.f1 == pytest.approx(2 * 0.75 / 1.75)
-    invented = F.overlap_scores(doc, "The mayor approved the budget.")
+    invented = features.overlap_scores(doc, "The mayor approved the budget.")
     assert invented.precision == pytest.approx(2 / 3)
     assert invented.recall == pytest.approx(2 / 4)
     assert invented.f1 == pytest.approx(2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))
     # clipped counts: repeating a supported word does not raise precision past the document's
-    repeated = F.overlap_scores("Budget approved.", "Budget budget budget.")
+    repeated = features.overlap_scores("Budget approved.", "Budget budget budget.")
     assert repeated.precision == pytest.approx(1 / 3)
-    assert F.overlap_scores(doc, "The of and.") == F.Overlap(0.0, 0.0, 0.0)
+    assert features.overlap_scores(doc, "The of and.") == features.Overlap(0.0, 0.0, 0.0)
 
 
 def test_tokens_normalize_negations_and_numbers() -> None:
-    assert F.tokens("It can't win; it won't; it cannot, didn't 1,200.50") == [
+    assert features.tokens("It can't win; it won't; it cannot, didn't 1,200.50") == [
         "it",
         "can",
         "not",
@@ -102,56 +105,60 @@ def test_tokens_normalize_negations_and_numbers() -> None:
         "not",
         "1200.5",
     ]
-    assert F.content_tokens("The council did not meet in Leeds") == ["council", "meet", "leeds"]
+    assert features.content_tokens("The council did not meet in Leeds") == [
+        "council",
+        "meet",
+        "leeds",
+    ]
 
 
 def test_split_units_handles_lower_cased_tokenized_summaries() -> None:
     text = "the team won 2-0 . andros scored twice . it rained in the u.s. on monday ."
-    assert F.split_units(text) == [
+    assert features.split_units(text) == [
         "the team won 2-0 .",
         "andros scored twice .",
         "it rained in the u.s. on monday .",
     ]
-    assert F.split_units("Dr. Smith came. He left.") == ["Dr. Smith came.", "He left."]
-    assert F.split_units("  ") == []
+    assert features.split_units("Dr. Smith came. He left.") == ["Dr. Smith came.", "He left."]
+    assert features.split_units("  ") == []
 
 
 # --------------------------------------------------------------------------- evaluation metrics
 
 
 def test_roc_auc_by_hand_and_against_sklearn() -> None:
-    assert F.roc_auc([1, 0, 1, 0], [0.9, 0.1, 0.4, 0.5]) == pytest.approx(0.75)
-    assert F.roc_auc([1, 0], [0.5, 0.5]) == pytest.approx(0.5)  # a tie counts half
-    assert math.isnan(F.roc_auc([1, 1], [0.2, 0.3]))
+    assert calibration.roc_auc([1, 0, 1, 0], [0.9, 0.1, 0.4, 0.5]) == pytest.approx(0.75)
+    assert calibration.roc_auc([1, 0], [0.5, 0.5]) == pytest.approx(0.5)  # a tie counts half
+    assert math.isnan(calibration.roc_auc([1, 1], [0.2, 0.3]))
     sklearn_metrics = pytest.importorskip("sklearn.metrics")
     rng = np.random.default_rng(3)
     y = rng.integers(0, 2, 200)
     s = np.round(rng.normal(size=200) + y, 1)  # with ties
-    assert F.roc_auc(y, s) == pytest.approx(sklearn_metrics.roc_auc_score(y, s))
-    assert F.balanced_accuracy(y, s > 0.5) == pytest.approx(
+    assert calibration.roc_auc(y, s) == pytest.approx(sklearn_metrics.roc_auc_score(y, s))
+    assert calibration.balanced_accuracy(y, s > 0.5) == pytest.approx(
         sklearn_metrics.balanced_accuracy_score(y, s > 0.5)
     )
 
 
 def test_balanced_accuracy_and_threshold_by_hand() -> None:
     labels = [1, 1, 1, 0]
-    assert F.balanced_accuracy(labels, [1, 1, 1, 1]) == 0.5
-    assert F.balanced_accuracy(labels, [1, 0, 1, 0]) == pytest.approx((2 / 3 + 1) / 2)
-    t = F.best_threshold([0, 0, 1, 1], [0.1, 0.3, 0.6, 0.8])
+    assert calibration.balanced_accuracy(labels, [1, 1, 1, 1]) == 0.5
+    assert calibration.balanced_accuracy(labels, [1, 0, 1, 0]) == pytest.approx((2 / 3 + 1) / 2)
+    t = calibration.best_threshold([0, 0, 1, 1], [0.1, 0.3, 0.6, 0.8])
     assert 0.3 < t < 0.6 and t == pytest.approx(0.45)
 
 
 def test_cross_fit_threshold_is_not_fitted_on_the_scored_items() -> None:
     rng = np.random.default_rng(1)
     clusters = np.concatenate([rng.uniform(0, 1, 10), rng.uniform(3, 4, 10)])
-    assert F.cross_fit_balanced_accuracy([0] * 10 + [1] * 10, clusters) == 1.0
+    assert calibration.cross_fit_balanced_accuracy([0] * 10 + [1] * 10, clusters) == 1.0
     # noise: a threshold fitted on the scored items themselves looks better than chance
     in_sample, crossed = [], []
     for _ in range(30):
         y = rng.integers(0, 2, 40)
         s = rng.normal(size=40)
-        in_sample.append(F.balanced_accuracy(y, s >= F.best_threshold(y, s)))
-        crossed.append(F.cross_fit_balanced_accuracy(y, s, repeats=2))
+        in_sample.append(calibration.balanced_accuracy(y, s >= calibration.best_threshold(y, s)))
+        crossed.append(calibration.cross_fit_balanced_accuracy(y, s, repeats=2))
     assert np.mean(in_sample) > 0.58
     assert np.mean(crossed) < 0.53
 
@@ -162,7 +169,7 @@ def test_fit_logistic_matches_sklearn() -> None:
     x = rng.normal(size=(300, 3)) * [1.0, 5.0, 0.2] + [0.0, 2.0, -1.0]
     y = (x @ [1.0, -0.3, 4.0] + rng.normal(size=300) > -2.5).astype(int)
     l2 = 0.01
-    ours = F.fit_logistic(x, y, ("a", "b", "c"), l2=l2)
+    ours = training.fit_logistic(x, y, ("a", "b", "c"), l2=l2)
     z = (x - x.mean(axis=0)) / x.std(axis=0)
     # sklearn minimizes C * sum(logloss) + ||w||^2 / 2; ours mean(logloss) + l2 * ||w||^2
     ref = linear_model.LogisticRegression(C=1 / (2 * l2 * len(y)), tol=1e-10, max_iter=10000)
@@ -170,7 +177,7 @@ def test_fit_logistic_matches_sklearn() -> None:
     np.testing.assert_allclose(ours.coef, ref.coef_[0], atol=2e-3)
     assert ours.intercept == pytest.approx(ref.intercept_[0], abs=2e-3)
     np.testing.assert_allclose(ours.predict_proba(x), ref.predict_proba(z)[:, 1], atol=1e-3)
-    again = F.LogisticModel.from_dict(json.loads(json.dumps(ours.to_dict())))
+    again = consistency_model.LogisticModel.from_dict(json.loads(json.dumps(ours.to_dict())))
     assert again == ours
 
 
@@ -180,36 +187,46 @@ SENTENCE = "Maria Lopez opened the bakery in Leeds in 2019, and she sold 300 loa
 
 
 def test_swap_entity_uses_a_different_entity_of_the_same_type() -> None:
-    mentions = [F.Mention("Maria Lopez", "PERSON"), F.Mention("Leeds", "GPE")]
-    pool = [F.Mention("Leeds", "GPE"), F.Mention("York", "GPE"), F.Mention("Tom Hale", "PERSON")]
-    seen = {F.swap_entity(SENTENCE, mentions, pool, np.random.default_rng(s)) for s in range(12)}
+    mentions = [training.Mention("Maria Lopez", "PERSON"), training.Mention("Leeds", "GPE")]
+    pool = [
+        training.Mention("Leeds", "GPE"),
+        training.Mention("York", "GPE"),
+        training.Mention("Tom Hale", "PERSON"),
+    ]
+    seen = {
+        training.swap_entity(SENTENCE, mentions, pool, np.random.default_rng(s)) for s in range(12)
+    }
     assert seen == {
         SENTENCE.replace("Maria Lopez", "Tom Hale"),
         SENTENCE.replace("Leeds", "York"),
     }
     assert (
-        F.swap_entity(SENTENCE, mentions, [F.Mention("Lopez", "PERSON")], np.random.default_rng(0))
+        training.swap_entity(
+            SENTENCE, mentions, [training.Mention("Lopez", "PERSON")], np.random.default_rng(0)
+        )
         is None
     )  # same person: not a swap
 
 
 def test_number_pronoun_negation_and_compression_transforms() -> None:
     for seed in range(10):
-        changed = F.swap_number(SENTENCE, ["2019", "300", "45"], np.random.default_rng(seed))
+        changed = training.swap_number(SENTENCE, ["2019", "300", "45"], np.random.default_rng(seed))
         assert changed is not None and changed != SENTENCE
-        assert F.tokens(changed) != F.tokens(SENTENCE)
+        assert features.tokens(changed) != features.tokens(SENTENCE)
         assert len(changed.split()) == len(SENTENCE.split())
-    assert F.swap_number("No numbers here.", ["4"], np.random.default_rng(0)) is None
-    assert F.swap_pronoun(SENTENCE, np.random.default_rng(0)) == SENTENCE.replace("she", "he")
-    assert F.swap_pronoun("He said so.", np.random.default_rng(0)) == "She said so."
-    assert F.negate("The council has approved it.") == "The council has not approved it."
-    assert F.negate("The council did not approve it.") == "The council did approve it."
-    assert F.negate("They can't stop.") == "They can stop."
-    assert F.negate("Maria opened a bakery.") is None
-    assert F.drop_clause("The mayor (a teacher) left.") == "The mayor left."
-    assert F.lowercase_tokenized('He paid $1.1 billion, about 18,000 (in 2025). It\'s "fine".') == (
-        'he paid $1.1 billion , about 18,000 ( in 2025 ) . it \'s " fine " .'
+    assert training.swap_number("No numbers here.", ["4"], np.random.default_rng(0)) is None
+    assert training.swap_pronoun(SENTENCE, np.random.default_rng(0)) == SENTENCE.replace(
+        "she", "he"
     )
+    assert training.swap_pronoun("He said so.", np.random.default_rng(0)) == "She said so."
+    assert training.negate("The council has approved it.") == "The council has not approved it."
+    assert training.negate("The council did not approve it.") == "The council did approve it."
+    assert training.negate("They can't stop.") == "They can stop."
+    assert training.negate("Maria opened a bakery.") is None
+    assert training.drop_clause("The mayor (a teacher) left.") == "The mayor left."
+    assert training.lowercase_tokenized(
+        'He paid $1.1 billion, about 18,000 (in 2025). It\'s "fine".'
+    ) == ('he paid $1.1 billion , about 18,000 ( in 2025 ) . it \'s " fine " .')
 
 
 DOCS = [
@@ -234,50 +251,53 @@ DOCS = [
 ]
 
 
-def _fake_mentions(sentence: str) -> list[F.Mention]:
+def _fake_mentions(sentence: str) -> list[training.Mention]:
     """Capitalized words inside a sentence are entities; numbers are cardinals."""
     words = sentence.rstrip(".").split()
     out, run = [], []
     for w in [*words[1:], "."]:
         core = w.strip(",.")
-        if core[:1].isupper() and core.lower() not in F.STOP_WORDS:
+        if core[:1].isupper() and core.lower() not in features.STOP_WORDS:
             run.append(core)
             continue
         if run:
-            out.append(F.Mention(" ".join(run), "ENT"))
+            out.append(training.Mention(" ".join(run), "ENT"))
             run = []
         if core[:1].isdigit():
-            out.append(F.Mention(core, "CARDINAL"))
+            out.append(training.Mention(core, "CARDINAL"))
     return out
 
 
-def _tagged() -> list[tuple[list[str], list[list[F.Mention]]]]:
-    return [(F.split_units(d), [_fake_mentions(s) for s in F.split_units(d)]) for d in DOCS]
+def _tagged() -> list[tuple[list[str], list[list[training.Mention]]]]:
+    return [
+        (features.split_units(d), [_fake_mentions(s) for s in features.split_units(d)])
+        for d in DOCS
+    ]
 
 
 def test_synthetic_claims_have_both_labels_and_real_edits() -> None:
     tagged = _tagged()
     pool = [m for ms in tagged[0][1] for m in ms]
-    claims = F.synthetic_claims(tagged[0][0], tagged[0][1], pool, np.random.default_rng(0))
+    claims = training.synthetic_claims(tagged[0][0], tagged[0][1], pool, np.random.default_rng(0))
     labels = {c.label for c in claims}
     assert labels == {0, 1}
-    sources = {F.lowercase_tokenized(s) for s in tagged[0][0]} | set(tagged[0][0])
+    sources = {training.lowercase_tokenized(s) for s in tagged[0][0]} | set(tagged[0][0])
     for claim in claims:
         if claim.label == 0:
-            assert claim.kind in F.NEGATIVE_KINDS
+            assert claim.kind in training.NEGATIVE_KINDS
             assert claim.text not in sources  # a negative is never a document sentence
-    data = N.synthetic_training_set(tagged, seed=1)
+    data = training.synthetic_training_set(tagged, seed=1)
     assert len(data.claims) == len(data.owner) and 1 <= len(data.dev) < len(DOCS)
-    assert N.synthetic_training_set(tagged, seed=1).claims == data.claims  # deterministic
+    assert training.synthetic_training_set(tagged, seed=1).claims == data.claims  # deterministic
 
 
 def _fake_encode():
     return HashingEmbedder(dim=256).encode
 
 
-def _premise(text: str) -> F.Premise:
-    sentences = F.split_units(text)
-    return F.Premise(sentences, _fake_encode()(sentences))
+def _premise(text: str) -> features.Premise:
+    sentences = features.split_units(text)
+    return features.Premise(sentences, _fake_encode()(sentences))
 
 
 def test_claim_features_see_entity_number_negation_and_pronoun_changes() -> None:
@@ -286,7 +306,11 @@ def test_claim_features_see_entity_number_negation_and_pronoun_changes() -> None
 
     def feats(claim: str) -> dict[str, float]:
         return dict(
-            zip(F.FEATURES, F.claim_features(claim, encode([claim])[0], premise), strict=True)
+            zip(
+                features.FEATURES,
+                features.claim_features(claim, encode([claim])[0], premise),
+                strict=True,
+            )
         )
 
     same = feats("She sold 300 loaves a day.")
@@ -299,9 +323,11 @@ def test_claim_features_see_entity_number_negation_and_pronoun_changes() -> None
     # York is in the document, but not in the sentence that says who opened the bakery
     entity = feats("Maria Lopez opened a bakery in York in 2019.")
     assert entity["precision_global"] == 1.0 and entity["salient_missing"] == 0.0
-    one = F.Premise([premise.sentences[0]], premise.vectors[:1], names=premise.names)
+    one = features.Premise([premise.sentences[0]], premise.vectors[:1], names=premise.names)
     claim = "Maria Lopez opened a bakery in York in 2019."
-    local = dict(zip(F.FEATURES, F.claim_features(claim, encode([claim])[0], one), strict=True))
+    local = dict(
+        zip(features.FEATURES, features.claim_features(claim, encode([claim])[0], one), strict=True)
+    )
     # salient: lopez, york, 2019 ("Maria" only starts sentences, so it is not known as a name)
     assert local["salient_local"] == pytest.approx(2 / 3)
     assert local["precision_local"] < 1.0
@@ -310,14 +336,14 @@ def test_claim_features_see_entity_number_negation_and_pronoun_changes() -> None
 
 
 @pytest.fixture(scope="module")
-def trained() -> N.FactccWeights:
-    return N.train_factcc(_tagged(), _fake_encode(), seed=3)
+def trained() -> consistency_model.FactccWeights:
+    return training.train_factcc(_tagged(), _fake_encode(), seed=3)
 
 
 def test_comparators_rank_consistent_pairs_above_inconsistent_ones(
-    trained: N.FactccWeights,
+    trained: consistency_model.FactccWeights,
 ) -> None:
-    scorer = N.FactualityScorer(trained, _fake_encode())
+    scorer = pair_scorer.FactualityScorer(trained, _fake_encode())
     document = DOCS[1]
     budget = "The council approved a budget of 40 million pounds."
     consistent = f"The mayor, Ann Price, said the city could not afford new roads. {budget}"
@@ -340,8 +366,8 @@ def test_comparators_rank_consistent_pairs_above_inconsistent_ones(
     assert scorer.score(document, broken["negation"])["precision"] == 1.0
 
 
-def test_scorer_rows_have_every_column(trained: N.FactccWeights) -> None:
-    scorer = N.FactualityScorer(trained, _fake_encode())
+def test_scorer_rows_have_every_column(trained: consistency_model.FactccWeights) -> None:
+    scorer = pair_scorer.FactualityScorer(trained, _fake_encode())
     rows = scorer.score_many(
         [
             ("a", DOCS[2], "The bridge was repaired in 8 weeks."),
@@ -350,7 +376,7 @@ def test_scorer_rows_have_every_column(trained: N.FactccWeights) -> None:
     )
     assert [r["id"] for r in rows] == ["a", "b"]
     for row in rows:
-        assert list(row) == list(N.COLUMNS)
+        assert list(row) == list(pair_scorer.COLUMNS)
         assert all(
             0.0 <= row[c] <= 1.0
             for c in ("consistency", "summac_zs", "summac_conv", "factcc", "sbert_zs", "precision")
@@ -358,23 +384,27 @@ def test_scorer_rows_have_every_column(trained: N.FactccWeights) -> None:
         assert row["consistency"] == pytest.approx(row["summac_zs"])
     assert trained.provenance["documents"] == len(DOCS)
     # a non-factcc model gets no Conv column (the head was fitted on the factcc matrix)
-    sbert = N.FactualityScorer(trained, _fake_encode(), N.SbertConsistency(_fake_encode()))
+    sbert = pair_scorer.FactualityScorer(
+        trained, _fake_encode(), consistency_model.SbertConsistency(_fake_encode())
+    )
     row = sbert.score(DOCS[2], "The bridge was repaired in 8 weeks.")
     assert math.isnan(row["summac_conv"]) and row["consistency"] == pytest.approx(row["sbert_zs"])
 
 
-def test_weights_round_trip_and_refusals(trained: N.FactccWeights, tmp_path: Path) -> None:
-    path = N.save_factcc_weights(tmp_path / "w", trained)
-    again = N.load_factcc_weights(tmp_path / "w")
+def test_weights_round_trip_and_refusals(
+    trained: consistency_model.FactccWeights, tmp_path: Path
+) -> None:
+    path = consistency_model.save_factcc_weights(tmp_path / "w", trained)
+    again = consistency_model.load_factcc_weights(tmp_path / "w")
     assert again.fingerprint == trained.fingerprint and again.conv == trained.conv
     with pytest.raises(ModelError, match="hss factuality --train"):
-        N.load_factcc_weights(tmp_path / "missing")
+        consistency_model.load_factcc_weights(tmp_path / "missing")
     path.write_text(json.dumps({"version": "factcc-lr-v0"}), encoding="utf-8")
     with pytest.raises(ModelError, match="version"):
-        N.load_factcc_weights(tmp_path / "w")
+        consistency_model.load_factcc_weights(tmp_path / "w")
     path.write_text("{", encoding="utf-8")
     with pytest.raises(ModelError, match="unreadable"):
-        N.load_factcc_weights(tmp_path / "w")
+        consistency_model.load_factcc_weights(tmp_path / "w")
 
 
 # --------------------------------------------------------------------------- models and files
@@ -391,22 +421,25 @@ def test_weights_round_trip_and_refusals(trained: N.FactccWeights, tmp_path: Pat
     ],
 )
 def test_nli_label_mapping(labels: dict[int, str], expected: tuple[int, int | None]) -> None:
-    assert N.nli_label_indices(labels) == expected
+    assert consistency_model.nli_label_indices(labels) == expected
 
 
 def test_nli_label_mapping_refuses_unknown_labels() -> None:
     with pytest.raises(ModelError, match="LABEL_0"):
-        N.nli_label_indices({0: "LABEL_0", 1: "LABEL_1"})
+        consistency_model.nli_label_indices({0: "LABEL_0", 1: "LABEL_1"})
 
 
 def test_load_consistency_model_uris() -> None:
     encode = _fake_encode()
-    assert isinstance(N.load_consistency_model("sbert", encode), N.SbertConsistency)
+    assert isinstance(
+        consistency_model.load_consistency_model("sbert", encode),
+        consistency_model.SbertConsistency,
+    )
     for bad in ("bart", "hf:", "hf:  "):
         with pytest.raises(InputError, match="unknown consistency model"):
-            N.load_consistency_model(bad, encode)
+            consistency_model.load_consistency_model(bad, encode)
     with pytest.raises(ModelError, match="weights"):
-        N.load_consistency_model("factcc", encode)
+        consistency_model.load_consistency_model("factcc", encode)
 
 
 def test_read_pairs_validates_every_line(tmp_path: Path) -> None:
@@ -418,7 +451,10 @@ def test_read_pairs_validates_every_line(tmp_path: Path) -> None:
         + "\n",
         encoding="utf-8",
     )
-    assert N.read_pairs(good) == [N.Pair("a", "D one.", "S one."), N.Pair("7", "D two.", "S two.")]
+    assert pair_scorer.read_pairs(good) == [
+        pair_scorer.Pair("a", "D one.", "S one."),
+        pair_scorer.Pair("7", "D two.", "S two."),
+    ]
     cases = {
         '{"id": "a", "document": "D.", "summary": "S."}\n{"id": "b", "document": "D."': (
             ":2: not valid JSON"
@@ -434,29 +470,31 @@ def test_read_pairs_validates_every_line(tmp_path: Path) -> None:
         bad = tmp_path / "bad.jsonl"
         bad.write_text(text + "\n", encoding="utf-8")
         with pytest.raises(InputError) as info:
-            N.read_pairs(bad)
+            pair_scorer.read_pairs(bad)
         assert str(info.value).startswith(f"{bad}{message}"), str(info.value)
     bad.write_text("nope\n{}\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"bad.jsonl:1: .*\(and 1 more bad lines\)"):
-        N.read_pairs(bad)
+        pair_scorer.read_pairs(bad)
     with pytest.raises(InputError, match="cannot read"):
-        N.read_pairs(tmp_path / "absent.jsonl")
+        pair_scorer.read_pairs(tmp_path / "absent.jsonl")
 
 
 def test_write_rows_csv_is_atomic_and_writes_nan_as_empty(tmp_path: Path) -> None:
     target = tmp_path / "out" / "f.csv"
-    N.write_rows_csv(target, [{"id": "a", "x": 0.5, "y": math.nan}], ["id", "x", "y"])
+    hss_io.write_rows_csv_atomic(target, [{"id": "a", "x": 0.5, "y": math.nan}], ["id", "x", "y"])
     assert target.read_text(encoding="utf-8").splitlines() == ["id,x,y", "a,0.500000,"]
     assert [p.name for p in target.parent.iterdir()] == ["f.csv"]
 
 
 def test_benchmark_record_parsers() -> None:
     record = {"document": "Doc.", "claim": "Claim.", "label": 0, "cut": "val"}
-    as_dict = F.summac_pairs({"x_0": record})
-    as_repr = F.summac_pairs({"x_0": repr(record)})  # python-repr strings are accepted too
-    assert as_dict == as_repr == [F.LabelledPair("x_0", "Doc.", "Claim.", 0)]
+    as_dict = factuality_data.summac_pairs({"x_0": record})
+    as_repr = factuality_data.summac_pairs(
+        {"x_0": repr(record)}
+    )  # python-repr strings are accepted too
+    assert as_dict == as_repr == [factuality_data.LabelledPair("x_0", "Doc.", "Claim.", 0)]
     with pytest.raises(ValueError, match="without 'claim'"):
-        F.summac_pairs({"legal": {"document": "Doc."}})
+        factuality_data.summac_pairs({"legal": {"document": "Doc."}})
 
     def sentence(text: str, answers: list[str]) -> dict:
         return {
@@ -471,14 +509,14 @@ def test_benchmark_record_parsers() -> None:
         "",
         json.dumps({"article": "B.", "summary_sentences": second}),
     ]
-    assert F.qags_pairs(lines) == [
-        F.LabelledPair("qags_1", "A.", "One. Two.", 0),
-        F.LabelledPair("qags_3", "B.", "Three.", 1),
+    assert factuality_data.qags_pairs(lines) == [
+        factuality_data.LabelledPair("qags_1", "A.", "One. Two.", 0),
+        factuality_data.LabelledPair("qags_3", "B.", "Three.", 1),
     ]
 
 
 def test_truecase_restores_names_the_document_capitalizes() -> None:
     doc = "On Sunday Paul Merson met Andros Townsend in London. The match ended in a draw."
-    assert F.truecase("paul merson met townsend after the match .", doc) == (
+    assert features.truecase("paul merson met townsend after the match .", doc) == (
         "Paul Merson met Townsend after the match ."
     )

@@ -11,7 +11,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from hss_gate.bench import BenchPlan, Measured, linear_fit, machine, ratios, run_timed, write_subset
+from hss_gate.research.bench import (
+    BenchPlan,
+    Measured,
+    linear_fit,
+    machine,
+    ratios,
+    run_timed,
+    write_subset,
+)
 
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -60,7 +68,7 @@ class BenchRun:
         return self._record(name, run_timed(cmd, env))
 
     def stage(self, name: str, stage: str, config: dict[str, Any], env: dict[str, str]) -> Measured:
-        """One in-process stage of hss_gate.bench."""
+        """One in-process stage of hss_gate.research.bench."""
         config = {
             "params": str(self.params),
             "model": self.plan.model,
@@ -68,7 +76,14 @@ class BenchRun:
         } | config
         config_path, result_path = self.work / f"{name}.json", self.work / f"{name}.result.json"
         config_path.write_text(json.dumps(config))
-        cmd = [sys.executable, "-m", "hss_gate.bench", stage, str(config_path), str(result_path)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "hss_gate.research.bench",
+            stage,
+            str(config_path),
+            str(result_path),
+        ]
         return self._record(name, run_timed(cmd, OFFLINE_ENV | env, result_path))
 
     def dask(self, workers: int, n: int) -> Measured:

@@ -1,0 +1,9 @@
+"""The factual-consistency checker: does the source support what a summary says?
+
+- features.py: tokens, names, numbers, overlap and the (premise, claim) feature vector;
+- model.py: the consistency models behind one protocol (factcc, sbert, hf: NLI), their weights;
+- training.py: synthetic training claims from text that is not evaluation data, and training;
+- aggregation.py: sentence matrix -> one score (SummaC-ZS, SummaC-Conv);
+- calibration.py: AUC, balanced accuracy and thresholds chosen on labelled data;
+- scorer.py: every comparator column for (document, summary) pairs (`hss factuality`).
+"""

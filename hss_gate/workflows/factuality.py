@@ -1,0 +1,87 @@
+"""Factual consistency of (document, summary) pairs (`hss factuality`).
+
+Steps: read and check every pair (before any model loads); build the SBERT encoder with the
+embedding cache; train the checker's weights if they are missing (or when asked); score every
+pair with every comparator; write OUT/factuality.csv.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hss_gate.errors import InputError
+from hss_gate.io import write_rows_csv_atomic
+from hss_gate.progress import Progress, no_progress
+from hss_gate.settings import HssSettings
+from hss_gate.workflows.steps import Say, silent
+
+
+@dataclass
+class FactualityRun:
+    """The scored rows and the file they were written to (None when only training)."""
+
+    rows: list[dict[str, Any]]
+    path: Path | None
+
+
+def consistency_scorer(
+    settings: HssSettings,
+    model: str = "factcc",
+    weights: str | Path | None = None,
+    *,
+    train: bool = False,
+    corpus: str | None = None,
+    say: Say = silent,
+) -> Any:
+    """The FactualityScorer for a consistency model URI, training the checker's weights first
+    when they are missing or `train` is set."""
+    from hss_gate.cache import Cache
+    from hss_gate.consistency.model import (
+        DEFAULT_MODEL,
+        cached_encoder,
+        load_consistency_model,
+        load_factcc_weights,
+        weights_path,
+    )
+    from hss_gate.consistency.scorer import FactualityScorer
+    from hss_gate.consistency.training import train_from_corpus
+    from hss_gate.embedding import SbertEmbedder
+
+    weights = Path(weights or settings.consistency.weights_dir)
+    encode = cached_encoder(SbertEmbedder(settings.score.embedder), Cache(settings.run.cache_dir))
+    nli = None if model == DEFAULT_MODEL else load_consistency_model(model, encode)
+    if train or not weights_path(weights).exists():
+        train_from_corpus(weights, corpus or settings.run.corpus, encode, say)
+    return FactualityScorer(load_factcc_weights(weights), encode, nli)
+
+
+def run_factuality(
+    settings: HssSettings,
+    pairs: Path | None,
+    *,
+    model: str = "factcc",
+    weights: str | Path | None = None,
+    train: bool = False,
+    corpus: str | None = None,
+    out: str | None = None,
+    progress: Progress = no_progress,
+    say: Say = silent,
+) -> FactualityRun:
+    """Score the pairs of a JSONL file (id, document, summary) and write factuality.csv."""
+    from hss_gate.consistency.scorer import COLUMNS, read_pairs
+
+    if pairs is None and not train:
+        raise InputError("give --pairs FILE (or --train to only train the weights)")
+    records = read_pairs(pairs) if pairs is not None else []
+    scorer = consistency_scorer(settings, model, weights, train=train, corpus=corpus, say=say)
+    if not records:
+        return FactualityRun([], None)
+    rows = scorer.score_many(
+        [(r.id, r.document, r.summary) for r in records],
+        advance=progress("factuality", len(records), 0),
+    )
+    target = Path(out or settings.consistency.out) / "factuality.csv"
+    write_rows_csv_atomic(target, rows, COLUMNS)
+    return FactualityRun(rows, target)

@@ -1,0 +1,124 @@
+"""Scoring a model on a corpus (`hss score`), and the score-table steps the other workflows share.
+
+run_score: load the documents and constants, score, return the run (the caller writes it);
+load_documents, check_model: the first steps of every workflow that scores;
+score_frame, score_drift: a run's per-document table and its drift against a reference;
+validate_tables: the Great Expectations checks of score tables, with their Data Docs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from hss_gate.baseline import with_strength_distances
+from hss_gate.corpus import Document, load_corpus
+from hss_gate.errors import InputError
+from hss_gate.io import new_folder_beside, replace_folder, write_text_atomic
+from hss_gate.normalization import load_normalization
+from hss_gate.pipeline import ScoreResult
+from hss_gate.progress import Progress, no_progress
+from hss_gate.settings import HssSettings, MonitorSettings
+from hss_gate.workflows.steps import DIRECT, Scorer, Steps
+
+
+def load_documents(path: str | Path, limit: int | None = None) -> list[Document]:
+    """The documents of a corpus file or folder (the first `limit`, if given)."""
+    if limit is not None and limit < 1:
+        raise InputError("--limit must be at least 1")
+    return load_corpus(path, limit)
+
+
+def check_model(uri: str, settings: HssSettings, embedder: Any) -> str:
+    """Build (without loading) the summarizer a URI names, so a bad URI fails before any
+    scoring; returns its fingerprint."""
+    from hss_gate.summarizers import load_summarizer
+
+    return load_summarizer(uri, settings, embedder).fingerprint
+
+
+@dataclass
+class ScoredRun:
+    """One model's run: what `report.write_outputs` writes."""
+
+    result: ScoreResult
+    meta: dict[str, Any]
+    out_dir: Path
+
+
+def run_score(
+    settings: HssSettings,
+    model: str,
+    *,
+    score: Scorer,
+    corpus: str | None = None,
+    limit: int | None = None,
+    out: str | None = None,
+    reference: bool = False,
+    steps: Steps = DIRECT,
+    progress: Progress = no_progress,
+) -> ScoredRun:
+    """Score `model` on the corpus with the production constants (`reference`: without
+    constants, as the baseline's reference run is)."""
+    out_dir = Path(out or settings.run.out)
+    if out_dir.exists() and not out_dir.is_dir():  # refuse before the work, not after it
+        raise InputError(f"--out {out_dir}: exists and is not a directory")
+    corpus = corpus or settings.run.corpus
+    docs = steps.io(load_documents, corpus, limit)
+    norm = None if reference else steps.io(load_normalization, settings.score.normalization)
+    result, meta = score(model, docs, settings, norm, progress)
+    meta["corpus"] = str(corpus)
+    if norm is not None:
+        meta["normalization"]["path"] = settings.score.normalization
+    return ScoredRun(result, meta, out_dir)
+
+
+def score_frame(result: ScoreResult, variant: str = "aware") -> pd.DataFrame:
+    """A run's documents with per-band mean distances (the drift and suite input)."""
+    return with_strength_distances(
+        pd.DataFrame(result.documents), pd.DataFrame(result.perturbations), variant
+    )
+
+
+def score_drift(
+    reference: pd.DataFrame,
+    current: pd.DataFrame,
+    monitor: MonitorSettings,
+    out_dir: Path | None,
+    title: str,
+) -> dict[str, Any]:
+    """Evidently drift of the current score distributions against the reference; its report
+    is written to out_dir/drift.html and drift.json."""
+    from hss_gate.drift import drift_report
+
+    result = drift_report(
+        reference, current, monitor.drift_columns, drift_share=monitor.drift_share, title=title
+    )
+    if out_dir is not None and result.pages:
+        for kind, page in result.pages.items():
+            path = Path(out_dir) / f"drift.{kind}"
+            write_text_atomic(path, page)
+            setattr(result, kind, str(path))
+    return result.to_dict()
+
+
+def validate_tables(
+    tables: Mapping[str, pd.DataFrame], specs: Sequence[Any], docs_dir: Path | None
+) -> list[dict[str, Any]]:
+    """Run the Great Expectations suites; their Data Docs replace docs_dir as a whole."""
+    from hss_gate.expectations import run_suites
+
+    if docs_dir is None:
+        return [r.to_dict() for r in run_suites(tables, specs)]
+    built = new_folder_beside(docs_dir)
+    try:
+        results = run_suites(tables, specs, docs_dir=built)
+        replace_folder(built, docs_dir)
+    finally:
+        shutil.rmtree(built, ignore_errors=True)  # gone already unless something failed
+    return [r.to_dict() for r in results]
