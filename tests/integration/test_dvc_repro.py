@@ -84,3 +84,17 @@ def test_a_params_change_reruns_only_the_stages_that_declare_it(repo):
     assert "score.quantile" in _run([*dvc, "params", "diff"], root, env)
     # lead-2 copies, so only the raw-distance HSS depends on the constants
     assert "hss_raw_mean" in _run([*dvc, "metrics", "diff"], root, env)
+
+
+def test_the_committed_baseline_is_up_to_date_with_its_code_and_params():
+    """dvc.lock matches the code and params of the checkout: `dvc repro` would rerun no
+    baseline stage (a code move is relocked with `dvc commit`, not rerun)."""
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    status = json.loads(
+        _run(
+            [sys.executable, "-m", "dvc", "status", "--json", "scores", "constants", "metrics"],
+            REPO,
+            env,
+        )
+    )
+    assert status == {}
