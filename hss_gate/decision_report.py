@@ -6,6 +6,7 @@ Every text that comes from documents, summaries or model ids is HTML-escaped.
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -93,6 +94,8 @@ def decision_markdown(decision: Decision) -> str:
         "**Why**",
         "",
         *[f"- {r}" for r in decision.reasons],
+        "",
+        f"Decided by: {', '.join(decision.decided_by) or 'nothing'}.",
     ]
     if decision.notes:
         lines += ["", "**Read with**", "", *[f"- {n}" for n in decision.notes]]
@@ -152,6 +155,8 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
         f"<p>Candidate <code>{esc(decision.candidate)}</code> against production "
         f"<code>{esc(decision.production)}</code>; {esc(decision.created)}.</p>",
         "<h2>Why</h2><ul>" + "".join(f"<li>{esc(r)}</li>" for r in decision.reasons) + "</ul>",
+        f"<p>Decided by: <b>{esc(', '.join(decision.decided_by) or 'nothing')}</b>. Consistency "
+        f"checker: <code>{esc(decision.checker or 'n/a')}</code>.</p>",
     ]
     if decision.notes:
         parts.append(
@@ -162,8 +167,9 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
     if m.get("signals"):
         parts.append(
             "<h2>Signals</h2><p>Means over documents; difference = candidate - "
-            "production with a paired bootstrap CI. HSS is shown beside rewriting "
-            "(1 - extractiveness): a paraphrasing model moves more.</p>"
+            "production with a paired bootstrap CI. The gate decides on the facts (consistency, "
+            "unsupported entities/numbers); HSS is shown beside rewriting (1 - extractiveness): "
+            "a paraphrasing model moves more.</p>"
         )
         parts.append(
             _html_table(
@@ -189,44 +195,24 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
             )
         )
     if decision.checks:
+        failed = [c for c in decision.checks if not c["success"]]
+        passed = [c for c in decision.checks if c["success"]]
+        headers = ["result", "kind", "table", "expectation", "observed"]
         parts.append(
-            "<h2>Suite checks</h2><p>Great Expectations Data Docs: "
-            "<a href='data_docs/index.html'>data_docs/index.html</a></p>"
+            f"<h2>Suite checks: {len(failed)} failed, {len(passed)} passed</h2><p>Great "
+            "Expectations Data Docs: <a href='data_docs/index.html'>data_docs/index.html</a></p>"
         )
+        if failed:
+            parts.append(_html_table(headers, _check_rows(failed), [True] * len(failed)))
         parts.append(
-            _html_table(
-                ["result", "kind", "table", "expectation", "observed"],
-                _check_rows(decision.checks),
-                [not c["success"] for c in decision.checks],
-            )
+            f"<details><summary>{len(passed)} passing checks</summary>"
+            + _html_table(headers, _check_rows(passed))
+            + "</details>"
         )
     if decision.drift:
         parts.append(_drift_html(decision.drift))
     if examples:
-        parts.append("<h2>Documents that moved most</h2>")
-        parts.append(
-            _html_table(
-                [
-                    "document",
-                    "category",
-                    "HSS cand.",
-                    "HSS prod.",
-                    "candidate summary",
-                    "production summary",
-                ],
-                [
-                    [
-                        e["doc_id"],
-                        e["category"],
-                        _num(e["hss_candidate"]),
-                        _num(e["hss_production"]),
-                        e["summary_candidate"],
-                        e["summary_production"],
-                    ]
-                    for e in examples
-                ],
-            )
-        )
+        parts.append(_examples_html(examples))
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -258,23 +244,82 @@ def moved_most(
     summaries: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
     n: int = 5,
 ) -> list[dict[str, Any]]:
-    """The n documents whose HSS rose most from production to candidate, with base summaries."""
+    """The n documents whose summaries lost most consistency from production to candidate
+    (then whose HSS rose most), with both base summaries and the candidate's unsupported
+    sentences, each beside the source passage that matches it best."""
     prod = {r["doc_id"]: r for r in production}
     base = [
         {s["doc_id"]: s["summary"] for s in rows if s["strength"] == "base"} for rows in summaries
     ]
-    ranked = sorted(candidate, key=lambda r: r["hss"] - prod[r["doc_id"]]["hss"], reverse=True)
+
+    def moved(row: Mapping[str, Any]) -> tuple[float, float]:
+        other = prod[row["doc_id"]]
+        lost = float(other.get("base_consistency", 0.0)) - float(row.get("base_consistency", 0.0))
+        return lost, row["hss"] - other["hss"]
+
+    ranked = sorted(candidate, key=moved, reverse=True)
     return [
         {
             "doc_id": r["doc_id"],
             "category": r["category"],
             "hss_candidate": r["hss"],
             "hss_production": prod[r["doc_id"]]["hss"],
+            "consistency_candidate": r.get("base_consistency"),
+            "consistency_production": prod[r["doc_id"]].get("base_consistency"),
             "summary_candidate": base[0].get(r["doc_id"], ""),
             "summary_production": base[1].get(r["doc_id"], ""),
+            "unsupported": _pairs(r.get("base_unsupported_sentences")),
         }
         for r in ranked[:n]
     ]
+
+
+def _pairs(value: Any) -> list[list[str]]:
+    """[[sentence, passage], ...] from a score table's JSON cell (or nothing)."""
+    if isinstance(value, list):
+        return value
+    try:
+        found = json.loads(value) if isinstance(value, str) and value else []
+    except ValueError:
+        return []
+    return [list(p) for p in found if isinstance(p, list) and len(p) == 2]
+
+
+def _highlighted(summary: str, unsupported: Sequence[Sequence[str]]) -> str:
+    """The summary (escaped) with its unsupported sentences marked."""
+    text = html.escape(summary)
+    for sentence, _ in unsupported:
+        escaped = html.escape(sentence)
+        text = text.replace(escaped, f"<mark>{escaped}</mark>", 1)
+    return text
+
+
+def _examples_html(examples: Sequence[Mapping[str, Any]]) -> str:
+    esc = html.escape
+    parts = [
+        "<h2>Documents whose summaries lost most consistency</h2><p>The candidate's summary "
+        "with the sentences the checker finds unsupported <mark>marked</mark>, each beside the "
+        "source passage that matches it best; production's summary for comparison.</p>"
+    ]
+    for e in examples:
+        parts.append(
+            f"<h3>{esc(str(e['doc_id']))} ({esc(str(e['category']))}): consistency "
+            f"{_num(e.get('consistency_candidate'))} vs {_num(e.get('consistency_production'))}, "
+            f"HSS {_num(e['hss_candidate'])} vs {_num(e['hss_production'])}</h3>"
+        )
+        parts.append(
+            f"<p class='summary'><b>Candidate:</b> "
+            f"{_highlighted(e['summary_candidate'], e.get('unsupported', []))}</p>"
+            f"<p class='summary'><b>Production:</b> {esc(e['summary_production'])}</p>"
+        )
+        if e.get("unsupported"):
+            parts.append(
+                _html_table(
+                    ["unsupported sentence (candidate)", "best-matching source passage"],
+                    [[sentence, passage] for sentence, passage in e["unsupported"]],
+                )
+            )
+    return "\n".join(parts)
 
 
 def monitor_markdown(result: Mapping[str, Any]) -> str:

@@ -22,12 +22,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hss_gate.summary_checks import FLAG_REASONS, FLAGS
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from hss_gate.settings import GateSettings
 
-Kind = Literal["data", "severity"]
+Kind = Literal["data", "hss", "facts", "output", "summarizes"]
+"""What a check is about: data quality, HSS (advisory unless gate.hss_blocks), the facts of the
+summaries, their form (cut mid-sentence), and whether the candidate summarizes at all."""
 
 DOCUMENTS, PERTURBATIONS, CATEGORIES = "documents", "perturbations", "categories"
 
@@ -50,10 +54,15 @@ DOCUMENT_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
     "base_empty": "bool",
     "base_n_words": (0, None),
     "base_n_sentences": (0, None),
+    "base_consistency": (0.0, 1.0),
+    "base_low_consistency": "bool",
+    "base_near_empty": "bool",
+    "base_copies_source": "bool",
+    "base_overlong": "bool",
+    "base_other_language": "bool",
 }
 OPTIONAL_DOCUMENT_COLUMNS: dict[str, tuple[float | None, float | None]] = {
     "attribution_instability": (0.0, 1.0),
-    "factual_consistency": (0.0, 1.0),
 }
 PERTURBATION_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
     "doc_id": None,
@@ -212,7 +221,7 @@ def _absolute_severity(
     specs = [
         ExpectationSpec(
             t,
-            "severity",
+            "hss",
             "mean_hss",
             "ExpectColumnMeanToBeBetween",
             {"column": "hss", "min_value": None, "max_value": gate.max_mean_hss},
@@ -220,7 +229,7 @@ def _absolute_severity(
         ),
         ExpectationSpec(
             t,
-            "severity",
+            "hss",
             "p95_hss",
             "ExpectColumnQuantileValuesToBeBetween",
             {
@@ -236,7 +245,7 @@ def _absolute_severity(
         ),
         ExpectationSpec(
             t,
-            "severity",
+            "hss",
             "share_above_severity",
             "ExpectColumnValuesToBeBetween",
             {
@@ -251,7 +260,7 @@ def _absolute_severity(
         ),
         ExpectationSpec(
             t,
-            "severity",
+            "facts",
             "mean_unsupported_share",
             "ExpectColumnMeanToBeBetween",
             {
@@ -264,7 +273,7 @@ def _absolute_severity(
         ),
         ExpectationSpec(
             t,
-            "severity",
+            "output",
             "truncated_share",
             "ExpectColumnMeanToBeBetween",
             {"column": "base_truncated", "min_value": None, "max_value": gate.max_truncated_share},
@@ -278,7 +287,7 @@ def _absolute_severity(
         specs.append(
             ExpectationSpec(
                 t,
-                "severity",
+                "hss",
                 "mean_attribution_instability",
                 "ExpectColumnMeanToBeBetween",
                 {
@@ -289,21 +298,32 @@ def _absolute_severity(
                 f"mean attribution instability <= {_fmt(gate.max_attribution_instability)}",
             )
         )
-    if "factual_consistency" in optional_columns and gate.min_factual_consistency is not None:
-        specs.append(
-            ExpectationSpec(
-                t,
-                "severity",
-                "mean_factual_consistency",
-                "ExpectColumnMeanToBeBetween",
-                {
-                    "column": "factual_consistency",
-                    "min_value": gate.min_factual_consistency,
-                    "max_value": None,
-                },
-                f"mean factual consistency >= {_fmt(gate.min_factual_consistency)}",
-            )
+    specs.append(
+        ExpectationSpec(
+            t,
+            "facts",
+            "low_consistency_share",
+            "ExpectColumnMeanToBeBetween",
+            {
+                "column": "base_low_consistency",
+                "min_value": None,
+                "max_value": gate.max_low_consistency_share,
+            },
+            "share of summaries the consistency checker finds unsupported <= "
+            f"{_fmt(gate.max_low_consistency_share)}",
         )
+    )
+    specs += [
+        ExpectationSpec(
+            t,
+            "summarizes",
+            f"{flag}_share",
+            "ExpectColumnMeanToBeBetween",
+            {"column": f"base_{flag}", "min_value": None, "max_value": gate.max_not_summary_share},
+            f"share of {FLAG_REASONS[flag]} <= {_fmt(gate.max_not_summary_share)}",
+        )
+        for flag in FLAGS
+    ]
     return specs
 
 
@@ -378,7 +398,7 @@ def gate_expectations(
     specs += [
         ExpectationSpec(
             CATEGORIES,
-            "severity",
+            "hss",
             f"category_delta[{cat}]",
             "ExpectColumnMaxToBeBetween",
             {

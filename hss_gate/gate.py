@@ -16,13 +16,37 @@ EXIT_CODES = {"promote": 0, "block": 1, "error": 2}
 
 # per-document signals compared between candidate and production: (column, label)
 PAIRED_SIGNALS = (
+    ("base_consistency", "factual consistency with the source (checker, 0-1)"),
+    ("base_low_consistency", "summaries the checker finds unsupported"),
+    ("base_unsupported_share", "entities/numbers unsupported by the source"),
     ("hss", "HSS"),
     ("hss_raw", "HSS, raw distance"),
-    ("base_unsupported_share", "entities/numbers unsupported by the source"),
+    ("consistency_drop_mean", "consistency lost under meaning-preserving perturbation"),
     ("base_novel_ngram_share", "rewriting: novel n-gram share (1 - extractiveness)"),
     ("base_truncated", "summary ends mid-sentence"),
     ("base_n_words", "summary length (words)"),
 )
+
+# the order in which deciding signals are reported: a candidate that does not summarize first
+PRIORITY = (
+    "not_summarizing",
+    "consistency",
+    "unsupported_entities",
+    "facts",
+    "form",
+    "data",
+    "hss",
+    "drift",
+)
+
+# what a failed check of each kind means for the decision: the deciding signal's name
+CHECK_SIGNALS = {
+    "summarizes": "not_summarizing",
+    "facts": "facts",
+    "output": "form",
+    "data": "data",
+    "hss": "hss",
+}
 
 
 class Decision(BaseModel):
@@ -34,8 +58,10 @@ class Decision(BaseModel):
     notes: list[str] = Field(default_factory=list)
     checks: list[dict[str, Any]] = Field(default_factory=list)
     drift: dict[str, Any] | None = None
+    decided_by: list[str] = Field(default_factory=list)
     candidate: str = ""
     production: str = ""
+    checker: str = ""
     created: str = ""
     hss_gate_version: str = ""
 
@@ -130,38 +156,73 @@ def decide(
     drift: Mapping[str, Any] | None = None,
     **context: Any,
 ) -> Decision:
-    """Block when a suite check fails, HSS or the unsupported share rises significantly beyond
-    its margin, or (if configured) the score distributions drift; otherwise promote."""
+    """Block when the candidate does not summarize, when its summaries' facts get worse
+    (consistency falls or unsupported entities rise significantly beyond their margins, or a
+    facts check fails), or when a data or form check fails; HSS rises and HSS checks block only
+    with `gate.hss_blocks` (otherwise they are reported beside the facts); drift blocks only
+    with `gate.block_on_drift`. `decided_by` names the signals that decided."""
     signals = comparison["signals"]
     n = comparison["documents"]
     level = f"{round(comparison['confidence'] * 100)}%"
-    reasons: list[str] = []
+    blocking: list[tuple[str, str]] = []  # (signal, reason)
     notes: list[str] = []
 
-    hss = signals["hss"]
-    hss_rise = hss["ci_low"] > gate.margin
-    if hss_rise:
-        reasons.append(
-            f"HSS rose significantly beyond the margin {gate.margin}: {_fmt_diff(hss)}, "
-            f"paired bootstrap {level} CI over {n} documents"
+    failed = [c for c in checks if not c["success"]]
+    for check in failed:
+        signal = CHECK_SIGNALS.get(check["kind"], check["kind"])
+        observed = _observed(check["observed"])
+        if check["kind"] == "summarizes":
+            reason = (
+                f"the candidate does not summarize: {check['description']} (observed {observed})"
+            )
+        else:
+            reason = (
+                f"{check['kind']} check failed on {check['table']}: {check['description']} "
+                f"(observed {observed})"
+            )
+        if check["kind"] == "hss" and not gate.hss_blocks:
+            notes.append(f"advisory (gate.hss_blocks is off): {reason}")
+        else:
+            blocking.append((signal, reason))
+
+    consistency = signals.get("base_consistency")
+    if consistency and consistency["ci_high"] < -gate.consistency_margin:
+        blocking.append(
+            (
+                "consistency",
+                "the summaries' factual consistency fell beyond the margin "
+                f"{gate.consistency_margin}: {_fmt_diff(consistency)}, paired bootstrap {level} "
+                f"CI over {n} documents",
+            )
         )
     unsupported = signals.get("base_unsupported_share")
     if unsupported and unsupported["ci_low"] > gate.unsupported_margin:
-        reasons.append(
-            "the share of summary entities/numbers unsupported by the source rose beyond the "
-            f"margin {gate.unsupported_margin}: {_fmt_diff(unsupported)}"
+        blocking.append(
+            (
+                "unsupported_entities",
+                "the share of summary entities/numbers unsupported by the source rose beyond the "
+                f"margin {gate.unsupported_margin}: {_fmt_diff(unsupported)}",
+            )
         )
-    failed = [c for c in checks if not c["success"]]
-    for check in failed:
-        reasons.append(
-            f"{check['kind']} check failed on {check['table']}: {check['description']} "
-            f"(observed {_observed(check['observed'])})"
+    hss = signals["hss"]
+    hss_rise = hss["ci_low"] > gate.margin
+    if hss_rise:
+        reason = (
+            f"HSS rose significantly beyond the margin {gate.margin}: {_fmt_diff(hss)}, "
+            f"paired bootstrap {level} CI over {n} documents"
         )
+        if gate.hss_blocks:
+            blocking.append(("hss", reason))
+        else:
+            notes.append(f"advisory (gate.hss_blocks is off): {reason}")
     if drift and drift.get("drifted"):
         message = "score distributions drifted from production: " + ", ".join(
             drift.get("drifted_columns", [])
         )
-        (reasons if gate.block_on_drift else notes).append(message)
+        if gate.block_on_drift:
+            blocking.append(("drift", message))
+        else:
+            notes.append(message)
 
     rewriting = signals.get("base_novel_ngram_share")
     if rewriting:
@@ -169,12 +230,13 @@ def decide(
             f"HSS {_fmt_diff(hss)} beside rewriting (novel n-gram share) {_fmt_diff(rewriting)}: "
             "HSS moves with paraphrasing, so read an HSS change next to the rewriting change."
         )
-        factual_rise = unsupported is not None and unsupported["ci_low"] > gate.unsupported_margin
-        if hss_rise and rewriting["ci_low"] > 0 and not factual_rise:
+        facts_worse = any(
+            s in {"consistency", "unsupported_entities", "facts"} for s, _ in blocking
+        )
+        if hss_rise and rewriting["ci_low"] > 0 and not facts_worse:
             notes.append(
-                "the HSS rise comes with more rewriting and no significant rise in unsupported "
-                "entities/numbers: it may be paraphrase rather than factual error; review the "
-                "summaries before overriding."
+                "the HSS rise comes with more rewriting and no significant loss of consistency or "
+                "rise in unsupported entities/numbers: it looks like paraphrase, not factual error."
             )
     metrics = {
         "documents": n,
@@ -189,13 +251,30 @@ def decide(
         "signals": signals,
         "categories": comparison["categories"],
     }
+    if consistency:
+        metrics["consistency"] = {
+            "candidate": consistency["candidate"],
+            "production": consistency["production"],
+            "difference": consistency["difference"],
+            "difference_ci": [consistency["ci_low"], consistency["ci_high"]],
+            "margin": gate.consistency_margin,
+        }
+    blocking.sort(
+        key=lambda item: PRIORITY.index(item[0]) if item[0] in PRIORITY else len(PRIORITY)
+    )
+    decided_by = list(dict.fromkeys(signal for signal, _ in blocking))
     return Decision(
-        decision="block" if reasons else "promote",
-        reasons=reasons or ["no check failed and HSS did not rise significantly beyond the margin"],
+        decision="block" if blocking else "promote",
+        reasons=[r for _, r in blocking]
+        or [
+            "no check failed; the summaries' consistency did not fall and their unsupported "
+            "entities/numbers did not rise significantly beyond the margins"
+        ],
         metrics=metrics,
         notes=notes,
         checks=[dict(c) for c in checks],
         drift=dict(drift) if drift else None,
+        decided_by=decided_by or ["consistency", "unsupported_entities", "checks"],
         **context,
     )
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from hss_gate.cache import Cache, content_key
+from hss_gate.consistency.checker import Checker, Verdict
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
 from hss_gate.embedding import Embedder
@@ -25,6 +26,7 @@ from hss_gate.settings import HssSettings
 from hss_gate.severity import bootstrap_ci, severity
 from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
 from hss_gate.summarizers.base import Summarizer, truncate_words
+from hss_gate.summary_checks import LengthPolicy, flag_shares, summary_flags
 
 # bump when the perturbation algorithm changes: cached perturbations are keyed on it
 PERTURB_ALGORITHM = "perturb-v2"
@@ -38,6 +40,7 @@ class Toolkit:
     vectors: Any
     lexicon: Any
     embedder: Embedder
+    checker: Checker
 
     @property
     def perturb_fingerprint(self) -> str:
@@ -200,6 +203,23 @@ def mentions_cached(texts: Sequence[str], tagger: Any, cache: Cache) -> list[lis
     return [json.loads(found[k]) for k in keys]
 
 
+def verdicts_cached(
+    pairs: Sequence[tuple[str, str]], checker: Checker, cache: Cache
+) -> list[Verdict]:
+    """The checker's verdict on each (source, summary) pair; only pairs not cached are checked."""
+    keys = [content_key("verdict-v1", checker.fingerprint, src, summ) for src, summ in pairs]
+    found = cache.get_many("verdicts", keys)
+    todo = {k: pair for k, pair in zip(keys, pairs, strict=True) if k not in found}
+    if todo:
+        made = {
+            k: json.dumps(v.to_dict()).encode()
+            for k, v in zip(todo, checker.check(list(todo.values())), strict=True)
+        }
+        cache.put_many("verdicts", made)
+        found.update(made)
+    return [Verdict.from_dict(json.loads(found[k])) for k in keys]
+
+
 def _cloud(summary: str, vectors: dict[str, np.ndarray]) -> np.ndarray:
     sentences = split_sentences(summary) or [""]
     return np.stack([vectors[s] for s in sentences])
@@ -242,6 +262,17 @@ def score_documents(
     ]
     vectors = embed_cached(all_sentences, tools.embedder, cache)
     mentions = mentions_cached([r[2] for r in records], tools.tagger, cache)
+    visible = {d.doc_id: truncate_words(d.text, settings.generate.max_input_words) for d in docs}
+    # every summary against the original document; a perturbed one with its swaps mapped back
+    verdicts = verdicts_cached(
+        [(visible[doc.doc_id], restored) for doc, _, _, restored in records], tools.checker, cache
+    )
+    policy = LengthPolicy(
+        settings.generate.summary_words,
+        settings.score.near_empty_share,
+        settings.score.overlong_ratio,
+        settings.score.copy_ratio,
+    )
 
     variant = settings.score.variant
     doc_rows, pert_rows, edit_rows, summary_rows = [], [], [], []
@@ -250,7 +281,8 @@ def score_documents(
         base_summary = records[cursor][2]
         base_cloud = _cloud(base_summary, vectors)
         base_mentions = mentions[cursor]
-        source = truncate_words(doc.text, settings.generate.max_input_words)
+        base_verdict = verdicts[cursor]
+        source = visible[doc.doc_id]
         summary_rows.append(
             {
                 "doc_id": doc.doc_id,
@@ -258,18 +290,24 @@ def score_documents(
                 "index": 0,
                 "summary": base_summary,
                 "restored": base_summary,
+                **_verdict_fields(base_verdict),
             }
         )
-        base_row = _summary_signals(base_summary, base_mentions, source, settings)
+        base_row = _summary_signals(
+            base_summary, base_mentions, source, settings, policy
+        ) | _consistency_signals(base_verdict, tools.checker.threshold)
         cursor += 1
-        d_aware, d_raw = [], []
+        d_aware, d_raw, drops = [], [], []
         for p in perturbations[doc.doc_id]:
             _, _, summary, restored = records[cursor]
             aware = wasserstein(base_cloud, _cloud(restored, vectors))
             raw = wasserstein(base_cloud, _cloud(summary, vectors))
             d_aware.append(aware)
             d_raw.append(raw)
-            signals = _summary_signals(summary, mentions[cursor], p.text, settings)
+            signals = _summary_signals(summary, mentions[cursor], p.text, settings, policy)
+            verdict = verdicts[cursor]
+            drop = base_verdict.consistency - verdict.consistency
+            drops.append(drop)
             drift = (
                 unsupported_share(mentions[cursor], base_summary + " " + doc.text)
                 if mentions[cursor]
@@ -297,6 +335,11 @@ def score_documents(
                     "mentions_not_in_base_summary": round(new_vs_base, 6),
                     "mentions_unsupported_by_source_or_base": round(drift, 6),
                     **{f"summary_{k}": v for k, v in signals.items()},
+                    **{
+                        f"summary_{k}": v
+                        for k, v in _consistency_signals(verdict, tools.checker.threshold).items()
+                    },
+                    "consistency_drop": round(drop, 6),
                 }
             )
             edit_rows.extend(
@@ -310,12 +353,13 @@ def score_documents(
                     "index": p.index,
                     "summary": summary,
                     "restored": restored,
+                    **_verdict_fields(verdict),
                 }
             )
             cursor += 1
-        doc_rows.append(
-            _document_row(doc, base_row, d_aware, d_raw, normalization, variant, warnings)
-        )
+        row = _document_row(doc, base_row, d_aware, d_raw, normalization, variant, warnings)
+        row["consistency_drop_mean"] = round(float(np.mean(drops)), 6) if drops else 0.0
+        doc_rows.append(row)
     warnings.extend(_degenerate_input_warnings(docs, perturbations, summary_rows))
     aggregates = aggregate(doc_rows, pert_rows, settings, variant)
     return ScoreResult(doc_rows, pert_rows, edit_rows, summary_rows, aggregates, warnings)
@@ -385,8 +429,27 @@ def _degenerate_input_warnings(
     return out
 
 
+def _verdict_fields(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "consistency": verdict.consistency,
+        "unsupported_sentences": [u.sentence for u in verdict.unsupported],
+    }
+
+
+def _consistency_signals(verdict: Verdict, threshold: float) -> dict[str, Any]:
+    """The checker's findings as score-table columns (the unsupported sentences as JSON, each
+    with the source passage that matches it best)."""
+    return {
+        "consistency": verdict.consistency,
+        "low_consistency": verdict.consistency < threshold,
+        "unsupported_sentences": json.dumps(
+            [[u.sentence, u.passage] for u in verdict.unsupported], ensure_ascii=False
+        ),
+    }
+
+
 def _summary_signals(
-    summary: str, mentions: list[str], source: str, settings: HssSettings
+    summary: str, mentions: list[str], source: str, settings: HssSettings, policy: LengthPolicy
 ) -> dict[str, Any]:
     return {
         "unsupported_share": round(unsupported_share(mentions, source), 6),
@@ -396,6 +459,7 @@ def _summary_signals(
         "empty": not summary.strip(),
         "n_sentences": len(split_sentences(summary)),
         "n_words": len(summary.split()),
+        **summary_flags(summary, source, policy),
     }
 
 
@@ -480,6 +544,10 @@ def aggregate(
     out["mean_distance"] = ci([r["distance"] for r in pert_rows]) if pert_rows else None
     out["base_unsupported_share"] = ci([r["base_unsupported_share"] for r in doc_rows])
     out["base_novel_ngram_share"] = ci([r["base_novel_ngram_share"] for r in doc_rows])
+    out["base_consistency"] = ci([r["base_consistency"] for r in doc_rows])
+    out["low_consistency_share"] = float(np.mean([r["base_low_consistency"] for r in doc_rows]))
+    out["consistency_drop_mean"] = ci([r["consistency_drop_mean"] for r in doc_rows])
+    out["not_summaries"] = flag_shares(doc_rows)
     summaries_truncated = [r["base_truncated"] for r in doc_rows] + [
         r["summary_truncated"] for r in pert_rows
     ]

@@ -41,6 +41,7 @@ def score_model(
         "hss_gate_version": __version__,
         "model": uri,
         "fingerprint": summarizer.fingerprint,
+        "checker": tools.checker.fingerprint,
         "documents": len(docs),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "wall_time_s": round(time.perf_counter() - started, 1),
@@ -57,9 +58,14 @@ def score_model(
 
 
 def toolkit_key(settings: HssSettings) -> str:
-    """The settings that select the toolkit's models (word vectors, vocabulary, embedder)."""
+    """The settings that select the toolkit's models (word vectors, vocabulary, embedder,
+    consistency checker)."""
     return settings.model_dump_json(
-        include={"perturb": {"word_vectors", "vocab_limit"}, "score": {"embedder"}}
+        include={
+            "perturb": {"word_vectors", "vocab_limit"},
+            "score": {"embedder"},
+            "consistency": {"weights_dir", "threshold"},
+        }
     )
 
 

@@ -70,14 +70,21 @@ class PerturbSettings(BaseModel):
 class GenerateSettings(BaseModel):
     """Summary generation; part of every summary's cache key."""
 
+    summary_words: int = Field(
+        60,
+        ge=5,
+        le=2000,
+        description="the summary length asked for: the prompt's {summary_words}"
+        " and the length checks",
+    )
     max_new_tokens: int = Field(200, ge=8, le=4096)
     max_input_words: int = Field(
         1500, ge=50, description="longer documents are truncated (with a warning)"
     )
     system_prompt: str = "You are a helpful assistant that summarizes documents."
     prompt: str = (
-        "Read the article and write a summary of at most 60 words.\n\nArticle:\n{document}"
-        "\n\nWrite the summary of at most 60 words now."
+        "Read the article and write a summary of at most {summary_words} words.\n\n"
+        "Article:\n{document}\n\nWrite the summary of at most {summary_words} words now."
     )
     n_ctx: int = Field(4096, ge=512)
     threads: int = Field(
@@ -94,6 +101,16 @@ class GenerateSettings(BaseModel):
         "outputs do not depend on it",
     )
     batch_size: int = Field(4, ge=1, le=64, description="hf: batch size")
+
+    @property
+    def prompt_template(self) -> str:
+        """The prompt with the summary length filled in ({document} left to fill)."""
+        return self.prompt.replace("{summary_words}", str(self.summary_words))
+
+    def user_prompt(self, document: str) -> str:
+        """The prompt for one document."""
+        return self.prompt.format(document=document, summary_words=self.summary_words)
+
     timeout_s: float = Field(120.0, gt=0, description="openai: per-request timeout")
     retries: int = Field(3, ge=0, le=10, description="openai: retries on transport errors")
 
@@ -108,6 +125,15 @@ class ScoreSettings(BaseModel):
     bootstrap_resamples: int = Field(1000, ge=100)
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     ngram: int = Field(4, ge=1, le=8, description="n of the novel n-gram (rewriting) share")
+    near_empty_share: float = Field(
+        0.2, gt=0.0, lt=1.0, description="a summary under this share of summary_words is near-empty"
+    )
+    overlong_ratio: float = Field(
+        3.0, gt=1.0, description="a summary over this many times summary_words is overlong"
+    )
+    copy_ratio: float = Field(
+        0.8, gt=0.0, le=1.0, description="a summary this long relative to its source is a copy"
+    )
 
     @property
     def variant(self) -> Literal["aware", "raw"]:
@@ -122,6 +148,9 @@ class ConsistencySettings(BaseModel):
         ".hss/factcc", description="trained checker weights (kept out of git; dvc stage factcc)"
     )
     out: str = "outputs/factuality"
+    threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="a summary below is unsupported (None: calibrated)"
+    )
 
 
 class GateSettings(BaseModel):
@@ -152,8 +181,17 @@ class GateSettings(BaseModel):
     max_attribution_instability: float | None = Field(
         None, ge=0.0, le=1.0, description="used when the score table has attribution instability"
     )
-    min_factual_consistency: float | None = Field(
-        None, ge=0.0, le=1.0, description="used when the score table has a consistency score"
+    consistency_margin: float = Field(
+        0.03, ge=0.0, le=1.0, description="block when mean consistency falls significantly by more"
+    )
+    max_low_consistency_share: float = Field(
+        0.5, ge=0.0, le=1.0, description="max share of summaries the checker finds unsupported"
+    )
+    max_not_summary_share: float = Field(
+        0.2, ge=0.0, le=1.0, description="max share of summaries that are not summaries (each flag)"
+    )
+    hss_blocks: bool = Field(
+        False, description="HSS rises and HSS checks block too (default: reported beside the facts)"
     )
     block_on_drift: bool = Field(False, description="drift of score distributions blocks too")
 

@@ -6,7 +6,7 @@ from functools import cached_property
 
 from hss_gate.embedding import SbertEmbedder
 from hss_gate.language import SpacyTagger
-from hss_gate.settings import HssSettings
+from hss_gate.settings import ConsistencySettings, HssSettings
 
 
 class LazyVectors:
@@ -54,13 +54,42 @@ class LazyLexicon:
         return self._wordnet.base_forms(word, pos)
 
 
+class LazyChecker:
+    """The consistency checker, loaded on first use."""
+
+    def __init__(self, settings: ConsistencySettings, embedder: SbertEmbedder, cache_dir: str):
+        self.settings, self.embedder, self.cache_dir = settings, embedder, cache_dir
+
+    @cached_property
+    def _checker(self):
+        from hss_gate.cache import Cache
+        from hss_gate.consistency.checker import load_checker
+        from hss_gate.consistency.model import cached_encoder
+
+        encode = cached_encoder(self.embedder, Cache(self.cache_dir))
+        return load_checker(self.settings.weights_dir, self.settings.threshold, encode)
+
+    @property
+    def fingerprint(self) -> str:
+        return self._checker.fingerprint
+
+    @property
+    def threshold(self) -> float:
+        return self._checker.threshold
+
+    def check(self, pairs):
+        return self._checker.check(pairs)
+
+
 def real_toolkit(settings: HssSettings):
-    """spaCy, word vectors, WordNet and SBERT as configured."""
+    """spaCy, word vectors, WordNet, SBERT and the consistency checker as configured."""
     from hss_gate.pipeline import Toolkit
 
+    embedder = SbertEmbedder(settings.score.embedder)
     return Toolkit(
         tagger=SpacyTagger(),
         vectors=LazyVectors(settings.perturb.word_vectors, settings.perturb.vocab_limit),
         lexicon=LazyLexicon(),
-        embedder=SbertEmbedder(settings.score.embedder),
+        embedder=embedder,
+        checker=LazyChecker(settings.consistency, embedder, settings.run.cache_dir),
     )

@@ -79,6 +79,41 @@ class FakeTagger:
         ]
 
 
+class FakeChecker:
+    """Deterministic consistency: the share of a summary sentence's words that its source has;
+    a summary's consistency is the mean over its sentences, and a sentence with under half of
+    its words in the source is unsupported (beside the source sentence sharing most words)."""
+
+    fingerprint = "fake-checker"
+    threshold = 0.5
+
+    def check(self, pairs):
+        from hss_gate.consistency.checker import MatrixChecker
+
+        def words(text: str) -> set[str]:
+            return {w.strip(".,;:!?\"'()").lower() for w in text.split()} - {""}
+
+        def matrix(source, sentences):
+            import numpy as np
+
+            from hss_gate.sentences import split_sentences
+
+            passages = split_sentences(source) or [source]
+            return np.array(
+                [
+                    [len(words(s) & words(p)) / max(len(words(s)), 1) for p in passages]
+                    for s in sentences
+                ]
+            )
+
+        from hss_gate.sentences import split_sentences
+
+        inner = MatrixChecker(
+            matrix, lambda src: split_sentences(src) or [src], self.fingerprint, self.threshold
+        )
+        return inner.check(pairs)
+
+
 class FakeVectors:
     """Neighbours from a fixed table."""
 

@@ -38,7 +38,10 @@ def load_summarizer(
         from hss_gate.summarizers.openai import OpenAISummarizer
 
         return OpenAISummarizer(target, settings.generate)
-    if scheme == "fake":  # test doubles: fake:lead, fake:unstable (worse by construction)
+    if scheme == "fake":  # test doubles: fake:lead, fake:unstable (worse by construction),
+        # fake:empty, fake:copy, fake:foreign (not summarizing)
+        if target in FakeSummarizer.NOT_SUMMARIZING:
+            return FakeSummarizer(mode=target)
         return FakeSummarizer(unstable=target == "unstable")
     from hss_gate.summarizers.extractive import CentroidSummarizer, LeadSummarizer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from hss_gate.settings import GenerateSettings
 
@@ -39,15 +39,9 @@ def each_with_progress(
 def generation_key(settings: GenerateSettings) -> str:
     """Digest of the settings that change what a summarizer writes."""
     fields = settings.model_dump(
-        include={
-            "max_new_tokens",
-            "max_input_words",
-            "system_prompt",
-            "prompt",
-            "n_ctx",
-            "parallel",
-        }
+        include={"max_new_tokens", "max_input_words", "system_prompt", "n_ctx", "parallel"}
     )
+    fields["prompt"] = settings.prompt_template  # as rendered: the same prompt, the same key
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -59,7 +53,7 @@ def truncate_words(text: str, max_words: int) -> str:
 
 def chat_messages(text: str, settings: GenerateSettings) -> list[dict[str, str]]:
     """System + user messages for instruction-tuned models."""
-    user = settings.prompt.format(document=truncate_words(text, settings.max_input_words))
+    user = settings.user_prompt(truncate_words(text, settings.max_input_words))
     messages = [{"role": "user", "content": user}]
     if settings.system_prompt:
         messages.insert(0, {"role": "system", "content": settings.system_prompt})
@@ -73,13 +67,31 @@ class FakeSummarizer:
     invents depend on a hash of the whole input, so any perturbation changes the summary.
     """
 
+    # summarizers that do not summarize, for the gate's tests: the output for a text
+    NOT_SUMMARIZING: ClassVar[dict[str, Callable[[str], str]]] = {
+        "empty": lambda text: "",
+        "copy": lambda text: text,
+        "foreign": lambda text: (
+            "Der Bericht beschreibt die wichtigsten Ereignisse und Zahlen des Artikels, aber "
+            "diese Zusammenfassung ist auf Deutsch und nicht in der Sprache des Textes "
+            "geschrieben, den sie zusammenfassen sollte, und sie nennt keine Einzelheiten."
+        ),
+    }
+
     def __init__(
-        self, n_sentences: int = 2, inject: str | None = None, unstable: bool = False
+        self,
+        n_sentences: int = 2,
+        inject: str | None = None,
+        unstable: bool = False,
+        mode: str = "lead",
     ) -> None:
         self.n = n_sentences
         self.inject = inject
         self.unstable = unstable
-        self.fingerprint = f"fake:{n_sentences}:{inject}:{unstable}"
+        self.mode = mode
+        self.fingerprint = f"fake:{n_sentences}:{inject}:{unstable}" + (
+            "" if mode == "lead" else f":{mode}"
+        )
         self.calls = 0
 
     def _unstable(self, sentences: list[str], text: str) -> str:
@@ -98,6 +110,11 @@ class FakeSummarizer:
         for text in texts:
             self.calls += 1
             sentences = split_sentences(text) or [text]
+            if self.mode in self.NOT_SUMMARIZING:
+                out.append(self.NOT_SUMMARIZING[self.mode](text))
+                if progress:
+                    progress(1)
+                continue
             if self.unstable:
                 out.append(self._unstable(sentences, text))
                 if progress:

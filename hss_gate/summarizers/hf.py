@@ -119,7 +119,9 @@ class HfSummarizer:
             return self._tokenizer.apply_chat_template(
                 chat_messages(document, self.settings), tokenize=False, add_generation_prompt=True
             )
-        return (self.completion_template or self.settings.prompt).format(document=document)
+        if self.completion_template:
+            return self.completion_template.format(document=document)
+        return self.settings.user_prompt(document)
 
     def _causal_prompt(self, text: str, budget: int) -> str:
         """The prompt, with the document cut at its end until instruction + document fit."""

@@ -31,6 +31,7 @@ from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
 from hss_gate.settings import GateSettings, HssSettings, ScoreSettings
 from hss_gate.workflows.score import (
+    as_floats,
     check_model,
     load_documents,
     score_drift,
@@ -78,8 +79,7 @@ def compare_runs(
 
 def gate_tables(candidate: ScoreResult, comparison: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
     """The tables the suites validate: candidate documents, perturbations, category deltas."""
-    documents = pd.DataFrame(candidate.documents)
-    documents["base_truncated"] = documents["base_truncated"].astype(float)
+    documents = as_floats(pd.DataFrame(candidate.documents))
     return {
         "documents": documents,
         "perturbations": pd.DataFrame(candidate.perturbations),
@@ -167,6 +167,7 @@ def run_gate(
             result, meta = score(uri, docs, settings, norm, progress)
             steps.io(report.write_outputs, out_dir / role, result, meta)
             runs[role] = result
+            checker = meta.get("checker", "")
         cand, prod = runs["candidate"], runs["production"]
         comparison = steps.compute(compare_runs, cand, prod, settings.score, settings.perturb.seed)
         checks = steps.compute(
@@ -191,7 +192,7 @@ def run_gate(
             checks,
             drift,
             settings.gate,
-            decision_context(candidate, production),
+            decision_context(candidate, production) | {"checker": checker},
         )
         examples = steps.compute(moved_most, cand, prod)
     except KeyboardInterrupt as exc:

@@ -36,7 +36,7 @@ from hss_gate.normalization import load_normalization
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
 from hss_gate.settings import GateSettings, HssSettings, MonitorSettings, ScoreSettings
-from hss_gate.workflows.score import score_drift, score_frame, validate_tables
+from hss_gate.workflows.score import as_floats, score_drift, score_frame, validate_tables
 from hss_gate.workflows.steps import DIRECT, Outcome, Scorer, Steps
 
 OPTIONAL_COLUMNS = ("attribution_instability", "factual_consistency")
@@ -99,7 +99,7 @@ def run_monitor_checks(
     """The absolute severity and data-quality checks on the scored live samples."""
     from hss_gate.expectations import monitor_expectations
 
-    table = current.assign(base_truncated=current["base_truncated"].astype(float))
+    table = as_floats(current)
     specs = monitor_expectations(
         gate,
         n_documents=len(current),

@@ -78,6 +78,12 @@ def run_score(
     return ScoredRun(result, meta, out_dir)
 
 
+def as_floats(table: pd.DataFrame) -> pd.DataFrame:
+    """True/false columns as 1.0/0.0: the suites check them as shares."""
+    flags = [c for c in table if table[c].dtype == bool]
+    return table.astype(dict.fromkeys(flags, float))
+
+
 def score_frame(result: ScoreResult, variant: str = "aware") -> pd.DataFrame:
     """A run's documents with per-band mean distances (the drift and suite input)."""
     return with_strength_distances(

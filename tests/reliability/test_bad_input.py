@@ -44,7 +44,7 @@ from hss_gate.pipeline import Toolkit, score_documents
 from hss_gate.samples import SampleStore
 from hss_gate.summarizers import openai as openai_module
 from hss_gate.summarizers.base import FakeSummarizer
-from tests.conftest import REPO, FakeTagger
+from tests.conftest import REPO, FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 
 pytestmark = pytest.mark.integration
@@ -67,7 +67,11 @@ PAIR = {"id": "p1", "document": TEXT, "summary": "Rapid growth helped residents.
 
 def _fake_toolkit(settings: Any = None) -> Toolkit:
     return Toolkit(
-        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+        tagger=FakeTagger(),
+        vectors=VECTORS,
+        lexicon=LEXICON,
+        embedder=HashingEmbedder(),
+        checker=FakeChecker(),
     )
 
 

@@ -14,7 +14,7 @@ from hss_gate.research.experiment_report import localization_section, write_repo
 from hss_gate.research.experiment_run import external_documents, run_experiment
 from hss_gate.settings import ExperimentSettings, HssSettings, PerturbSettings
 from hss_gate.summarizers import load_summarizer
-from tests.conftest import FakeTagger
+from tests.conftest import FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 
 pytestmark = pytest.mark.unit
@@ -45,7 +45,11 @@ def settings() -> HssSettings:
 
 def test_run_experiment_on_fakes(settings, tmp_path):
     tools = Toolkit(
-        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+        tagger=FakeTagger(),
+        vectors=VECTORS,
+        lexicon=LEXICON,
+        embedder=HashingEmbedder(),
+        checker=FakeChecker(),
     )
     cache = Cache(tmp_path / "cache")
 
@@ -187,7 +191,11 @@ def test_attribution_hook_adds_instability_for_models_with_likelihoods(settings,
     from hss_gate.research.experiment_run import attribution_hook
 
     tools = Toolkit(
-        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+        tagger=FakeTagger(),
+        vectors=VECTORS,
+        lexicon=LEXICON,
+        embedder=HashingEmbedder(),
+        checker=FakeChecker(),
     )
     settings.experiment.shap_max_evals = 16
     settings.experiment.lime_samples = 16
@@ -206,7 +214,11 @@ def test_attribution_models_limit_which_models_are_explained(settings, tmp_path)
     settings.experiment.attribution_models = ["fake:unstable"]
     settings.experiment.ablation_documents = 0
     tools = Toolkit(
-        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+        tagger=FakeTagger(),
+        vectors=VECTORS,
+        lexicon=LEXICON,
+        embedder=HashingEmbedder(),
+        checker=FakeChecker(),
     )
     cache = Cache(tmp_path / "cache")
     norm = compute_normalization(

@@ -54,6 +54,12 @@ def clean_documents(n: int = N) -> pd.DataFrame:
             "base_empty": False,
             "base_n_words": 55,
             "base_n_sentences": 3,
+            "base_consistency": 0.9,
+            "base_low_consistency": [i % 5 == 0 for i in range(n)],  # 20% <= 50%
+            "base_near_empty": False,
+            "base_copies_source": False,
+            "base_overlong": False,
+            "base_other_language": False,
         }
     )
 
@@ -136,8 +142,26 @@ def test_severity_specs_carry_the_thresholds():
         category_margin=0.12,
         max_unsupported_share=0.04,
         max_truncated_share=0.4,
+        max_low_consistency_share=0.35,
+        max_not_summary_share=0.1,
     )
-    by_name = {s.name: s for s in specs_for(gate) if s.kind == "severity"}
+    specs = specs_for(gate)
+    by_name = {s.name: s for s in specs if s.kind != "data"}
+    kinds = {s.name: s.kind for s in specs}
+    assert {kinds["mean_hss"], kinds["p95_hss"], kinds["share_above_severity"]} == {"hss"}
+    assert kinds["category_delta[business]"] == "hss"
+    assert {kinds["mean_unsupported_share"], kinds["low_consistency_share"]} == {"facts"}
+    assert kinds["truncated_share"] == "output"
+    not_summary = [s for s in specs if s.kind == "summarizes"]
+    assert {s.kwargs["column"] for s in not_summary} == {
+        "base_near_empty",
+        "base_copies_source",
+        "base_overlong",
+        "base_other_language",
+    }
+    assert all(s.kwargs["max_value"] == 0.1 for s in not_summary)
+    assert by_name["low_consistency_share"].kwargs["column"] == "base_low_consistency"
+    assert by_name["low_consistency_share"].kwargs["max_value"] == 0.35
     assert by_name["mean_hss"].kwargs == {"column": "hss", "min_value": None, "max_value": 0.61}
     assert by_name["mean_hss"].description == "mean HSS <= 0.61"
     p95 = by_name["p95_hss"]
@@ -181,15 +205,14 @@ def test_data_specs_cover_every_table():
 
 def test_optional_columns_add_checks_only_when_present_and_configured():
     plain = {s.name for s in specs_for()}
-    assert not any("factual" in n or "attribution" in n for n in plain)
-    unset = {s.name for s in specs_for(optional_columns=["factual_consistency"])}
-    assert "factual_consistency_range" in unset and "mean_factual_consistency" not in unset
-    gate = GateSettings(max_attribution_instability=0.3, min_factual_consistency=0.6)
-    optional = ["factual_consistency", "attribution_instability"]
-    both = {s.name: s for s in specs_for(gate, optional_columns=optional)}
-    assert both["mean_factual_consistency"].kwargs["min_value"] == 0.6
-    assert both["mean_factual_consistency"].description == "mean factual consistency >= 0.60"
+    assert not any("attribution" in n for n in plain)
+    unset = {s.name for s in specs_for(optional_columns=["attribution_instability"])}
+    assert "attribution_instability_range" in unset
+    assert "mean_attribution_instability" not in unset
+    gate = GateSettings(max_attribution_instability=0.3)
+    both = {s.name: s for s in specs_for(gate, optional_columns=["attribution_instability"])}
     assert both["mean_attribution_instability"].kwargs["max_value"] == 0.3
+    assert both["mean_attribution_instability"].kind == "hss"
     with pytest.raises(ValueError):
         specs_for(optional_columns=["made_up"])
 
@@ -295,6 +318,18 @@ def test_the_workflow_replaces_the_docs_dir_whole(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # temp build dirs cleaned up
 
 
+KINDS = {
+    "mean_hss": "hss",
+    "p95_hss": "hss",
+    "share_above_severity": "hss",
+    "mean_unsupported_share": "facts",
+    "low_consistency_share": "facts",
+    "truncated_share": "output",
+    "near_empty_share": "summarizes",
+    "copies_source_share": "summarizes",
+}
+
+
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
@@ -303,6 +338,9 @@ def test_the_workflow_replaces_the_docs_dir_whole(tmp_path):
         ("share_above", "share_above_severity"),
         ("unsupported", "mean_unsupported_share"),
         ("truncated", "truncated_share"),
+        ("low_consistency", "low_consistency_share"),
+        ("near_empty", "near_empty_share"),
+        ("copies_source", "copies_source_share"),
     ],
 )
 def test_each_document_threshold_fails_alone(case, expected):
@@ -317,10 +355,16 @@ def test_each_document_threshold_fails_alone(case, expected):
         docs["base_unsupported_share"] = 0.08
     elif case == "truncated":
         docs["base_truncated"] = [i < 12 for i in range(N)]  # 60% > 50%
+    elif case == "low_consistency":
+        docs["base_low_consistency"] = [i < 11 for i in range(N)]  # 55% > 50%
+    elif case == "near_empty":
+        docs["base_near_empty"] = [i < 5 for i in range(N)]  # 25% > 20%
+    elif case == "copies_source":
+        docs["base_copies_source"] = True
     results = run_table("documents", docs)
     assert failed(results) == {("documents", expected)}
     bad = next(r for r in results if not r.success)
-    assert bad.kind == "severity"
+    assert bad.kind == KINDS[expected]
     if case == "share_above":
         assert bad.observed == pytest.approx(0.30)  # GX's unexpected percent, as a share
         assert sorted(bad.unexpected) == [0.95] * 6
@@ -433,13 +477,12 @@ def test_missing_tables_and_bad_specs_fail_closed():
 
 
 def test_optional_column_thresholds_are_enforced():
-    gate = GateSettings(max_attribution_instability=0.3, min_factual_consistency=0.6)
-    optional = ["attribution_instability", "factual_consistency"]
+    gate = GateSettings(max_attribution_instability=0.3)
+    optional = ["attribution_instability"]
     docs = clean_documents()
-    docs["attribution_instability"] = 0.1
-    docs["factual_consistency"] = 0.5  # mean 0.5 < 0.6
+    docs["attribution_instability"] = 0.4  # mean 0.4 > 0.3
     results = run_table("documents", docs, specs_for(gate, optional_columns=optional))
-    assert failed(results) == {("documents", "mean_factual_consistency")}
+    assert failed(results) == {("documents", "mean_attribution_instability")}
 
 
 def test_monitor_suite_passes_live_rows_without_category_and_fails_severity():

@@ -10,7 +10,7 @@ from hss_gate.normalization import compute_normalization, load_normalization
 from hss_gate.pipeline import Toolkit, score_documents, summarize_cached
 from hss_gate.settings import HssSettings, PerturbSettings
 from hss_gate.summarizers.base import FakeSummarizer
-from tests.conftest import FakeTagger
+from tests.conftest import FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 
 pytestmark = pytest.mark.unit
@@ -18,7 +18,11 @@ pytestmark = pytest.mark.unit
 
 def _toolkit():
     return Toolkit(
-        tagger=FakeTagger(), vectors=VECTORS, lexicon=LEXICON, embedder=HashingEmbedder()
+        tagger=FakeTagger(),
+        vectors=VECTORS,
+        lexicon=LEXICON,
+        embedder=HashingEmbedder(),
+        checker=FakeChecker(),
     )
 
 

@@ -1,0 +1,128 @@
+"""The checker that decisions use: per summary, its consistency with its source and the summary
+sentences the source does not support, each beside the source passage that matches it best.
+
+`Checker.check(pairs)` takes (source, summary) pairs and returns one `Verdict` each. A summary
+is "unsupported" when its consistency is below the checker's calibrated `threshold`; a summary
+sentence is listed as unsupported when its own score is below `sentence_threshold`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from hss_gate.consistency.features import split_units
+
+SentenceMatrix = Callable[[str, Sequence[str]], np.ndarray]
+"""(source, summary sentences) -> scores in [0, 1], one row per summary sentence, one column
+per source passage."""
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A summary sentence the source does not support, and the passage that matches it best."""
+
+    sentence: str
+    passage: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The checker's finding on one summary."""
+
+    consistency: float
+    unsupported: tuple[Unsupported, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "consistency": self.consistency,
+            "unsupported": [asdict(u) for u in self.unsupported],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        return cls(float(data["consistency"]), tuple(Unsupported(**u) for u in data["unsupported"]))
+
+
+class Checker(Protocol):
+    """Finds what a summary says that its source does not support."""
+
+    fingerprint: str
+    threshold: float
+
+    def check(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        """One verdict per (source, summary) pair."""
+        ...
+
+
+def verdict_from_matrix(
+    matrix: np.ndarray,
+    sentences: Sequence[str],
+    passages: Sequence[str],
+    sentence_threshold: float,
+) -> Verdict:
+    """SummaC-ZS over a sentence matrix: the mean over summary sentences of each one's best
+    passage score; a sentence whose best score is below `sentence_threshold` is unsupported."""
+    if not sentences:
+        return Verdict(1.0)  # nothing claimed, nothing unsupported (length checks see it)
+    if not passages or matrix.size == 0:
+        return Verdict(0.0, tuple(Unsupported(s, "", 0.0) for s in sentences))
+    best = matrix.max(axis=1)
+    where = matrix.argmax(axis=1)
+    unsupported = tuple(
+        Unsupported(s, passages[int(j)], round(float(b), 6))
+        for s, b, j in zip(sentences, best, where, strict=True)
+        if b < sentence_threshold
+    )
+    return Verdict(round(float(np.clip(best.mean(), 0.0, 1.0)), 6), unsupported)
+
+
+class MatrixChecker:
+    """A Checker from any sentence-matrix scorer (SummaC-style, zero-shot aggregation)."""
+
+    def __init__(
+        self,
+        matrix: SentenceMatrix,
+        passages: Callable[[str], list[str]],
+        fingerprint: str,
+        threshold: float,
+        sentence_threshold: float | None = None,
+    ) -> None:
+        self._matrix, self._passages = matrix, passages
+        self.fingerprint, self.threshold = fingerprint, threshold
+        self.sentence_threshold = threshold if sentence_threshold is None else sentence_threshold
+
+    def check(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        out = []
+        for source, summary in pairs:
+            sentences = split_units(summary)
+            passages = self._passages(source)
+            matrix = self._matrix(source, sentences) if sentences and passages else np.zeros(0)
+            out.append(verdict_from_matrix(matrix, sentences, passages, self.sentence_threshold))
+        return out
+
+
+def load_checker(weights_dir: str, threshold: float | None, encode: Any) -> MatrixChecker:
+    """The default checker: SummaC-ZS over the FactCC-style classifier's sentence matrix
+    (weights trained on the reference corpus when missing; see docs/FACTUALITY.md)."""
+    from hss_gate.consistency.model import FactccModel, load_factcc_weights, weights_path
+    from hss_gate.errors import ModelError
+
+    if not weights_path(weights_dir).exists():
+        raise ModelError(
+            f"{weights_dir}: no consistency-checker weights; `make setup` trains them "
+            "(or `hss factuality --train`, `dvc repro factcc`)"
+        )
+    weights = load_factcc_weights(weights_dir)
+    model = FactccModel(weights.logistic, encode, weights.fingerprint)
+    chosen = 0.5 if threshold is None else threshold
+    return MatrixChecker(
+        model.sentence_matrix,
+        split_units,
+        f"zs:{weights.fingerprint}:t{chosen:g}",
+        chosen,
+    )

@@ -1,0 +1,82 @@
+"""A stored run (a folder `hss score` or `hss baseline` wrote) as a source of summaries.
+
+The production baseline (data/baseline/reference) holds every summary the production model wrote
+of the reference documents and of their perturbations, with the edit log that made each
+perturbed text. When the summarizer's fingerprint (weights sha256, engine and CPU variant,
+threads, generation settings) is the stored one, those summaries are put into the cache under
+the key of the exact text they summarize. The cache is content-addressed, so a summary is used
+only where the text asked for is byte for byte the one stored (a document that changed, or a
+perturbation made differently, misses and is generated): seeding cannot mix summaries up.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hss_gate.cache import Cache
+from hss_gate.corpus import Document
+from hss_gate.generation import summary_key
+from hss_gate.io import read_json
+from hss_gate.perturb import Edit, apply_edits
+
+Key = tuple[str, str, int]  # doc_id, strength ("base" for the original), index
+
+
+@dataclass
+class StoredRun:
+    """The summaries of a stored run, the edits behind each perturbed text, and who wrote them."""
+
+    path: Path
+    fingerprint: str
+    summaries: dict[Key, str]
+    edits: dict[Key, list[Edit]] = field(default_factory=dict)
+
+    def texts(self, doc: Document) -> dict[Key, str]:
+        """The texts this run summarized for `doc`, rebuilt from its text and the edit log."""
+        out: dict[Key, str] = {}
+        for key in self.summaries:
+            if key[0] != doc.doc_id:
+                continue
+            edits = self.edits.get(key, [])
+            if key[1] != "base" and not edits:
+                continue  # a perturbation without its edits cannot be rebuilt
+            if all(doc.text[e.char_start :].startswith(e.original) for e in edits):
+                out[key] = apply_edits(doc.text, edits) if edits else doc.text
+        return out
+
+
+def load_stored_run(path: str | Path) -> StoredRun:
+    """summary.json's fingerprint, summaries.jsonl and edits.jsonl of a run folder."""
+    path = Path(path)
+    meta = read_json(path / "summary.json")
+    summaries: dict[Key, str] = {}
+    for line in (path / "summaries.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        summaries[(row["doc_id"], row["strength"], int(row["index"]))] = row["summary"]
+    edits: dict[Key, list[Edit]] = {}
+    edit_log = path / "edits.jsonl"
+    if edit_log.exists():
+        for line in edit_log.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            key = (row.pop("doc_id"), row.pop("strength"), int(row.pop("index")))
+            edits.setdefault(key, []).append(Edit(**row))
+    for group in edits.values():
+        group.sort(key=lambda e: e.char_start)
+    return StoredRun(path, str(meta.get("fingerprint", "")), summaries, edits)
+
+
+def seed_summaries(run: StoredRun, docs: Sequence[Document], fingerprint: str, cache: Cache) -> int:
+    """Put the run's summaries of `docs` into the cache for a summarizer with `fingerprint`;
+    returns how many (0 when the run was written by another summarizer or settings)."""
+    if run.fingerprint != fingerprint:
+        return 0
+    items = {
+        summary_key(fingerprint, text): run.summaries[key].encode()
+        for doc in docs
+        for key, text in run.texts(doc).items()
+    }
+    cache.put_many("summaries", items)
+    return len(items)
