@@ -32,6 +32,7 @@ def monitor_flow(
     samples: str | None = None,
     model: str | None = None,
     sample_size: int | None = None,
+    served_only: bool = False,
     params: str = "params.yaml",
     out: str | None = None,
     overrides: dict[str, Any] | None = None,
@@ -59,7 +60,7 @@ def monitor_flow(
 
     outcome = run_monitor(
         load_monitor_settings,
-        MonitorRequest(samples, model, sample_size, out),
+        MonitorRequest(samples, model, sample_size, out, served_only),
         score=DaskScorer(workers, dask_address, chunk_size),
         steps=PREFECT_STEPS,
     )
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", "-m", default=None, help="deployed model (default: production)")
     parser.add_argument("--sample-size", type=int, default=None, help="most recent samples")
     parser.add_argument("--out", default=None, help="default: monitor.out")
+    parser.add_argument(
+        "--served-only", action="store_true", help="check the served summaries alone (cheap)"
+    )
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -93,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             samples=args.samples,
             model=args.model,
             sample_size=args.sample_size,
+            served_only=args.served_only,
             params=args.params,
             out=args.out,
             workers=args.workers,

@@ -75,6 +75,16 @@ def score_metrics(scores: pd.DataFrame, gate: GateSettings) -> dict[str, Any]:
         "novel_ngram_share_mean": round(float(scores["base_novel_ngram_share"].mean()), 6),
         "truncated_share": round(float(scores["base_truncated"].astype(float).mean()), 6),
         "summary_words_mean": round(float(scores["base_n_words"].mean()), 3),
+        **(
+            {
+                "consistency_mean": round(float(scores["base_consistency"].mean()), 6),
+                "low_consistency_share": round(
+                    float(scores["base_low_consistency"].astype(float).mean()), 6
+                ),
+            }
+            if "base_consistency" in scores
+            else {}
+        ),
         "by_category": {
             str(c): round(float(g["hss"].mean()), 6) for c, g in scores.groupby("category")
         },

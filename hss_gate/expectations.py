@@ -83,6 +83,16 @@ CATEGORY_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
     "delta": (-1.0, 1.0),
     "n": (1, None),
 }
+# The signals of the summaries production served (the monitor's served-summary checks).
+SERVED_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
+    "doc_id": None,
+    "live_consistency": (0.0, 1.0),
+    "live_low_consistency": "bool",
+    "live_unsupported_share": (0.0, 1.0),
+    "live_truncated": "bool",
+    "live_n_words": (0, None),
+    **{f"live_{flag}": "bool" for flag in FLAGS},
+}
 # Live traffic has no meaningful category or tier: the monitor does not require them.
 MONITOR_SKIPPED_COLUMNS = frozenset({"category", "tier"})
 
@@ -755,3 +765,22 @@ def _validate_tables(
         for i in sent:
             if results[i] is None:
                 results[i] = CheckResult.failed(specs[i], "GX returned no result for this check")
+
+
+def served_expectations(gate: GateSettings, *, n_documents: int) -> list[ExpectationSpec]:
+    """The served summaries' checks (`hss monitor`, also `--served-only`): data quality of
+    their signals and whether they are summaries at all (empty, copies, overlong, foreign)."""
+    specs = _data_specs(DOCUMENTS, SERVED_COLUMNS)
+    specs.append(_row_count(DOCUMENTS, n_documents, "served summary"))
+    specs += [
+        ExpectationSpec(
+            DOCUMENTS,
+            "summarizes",
+            f"served_{flag}_share",
+            "ExpectColumnMeanToBeBetween",
+            {"column": f"live_{flag}", "min_value": None, "max_value": gate.max_not_summary_share},
+            f"share of served {FLAG_REASONS[flag]} <= {_fmt(gate.max_not_summary_share)}",
+        )
+        for flag in FLAGS
+    ]
+    return specs

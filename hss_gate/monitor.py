@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hss_gate.consistency.checker import Verdict
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError
 from hss_gate.sentences import ends_mid_sentence
 from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
+from hss_gate.summary_checks import LengthPolicy, summary_flags
 
 EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2}
 
@@ -26,22 +29,82 @@ def samples_to_documents(samples: Sequence[Any]) -> list[Document]:
 
 
 def live_summary_signals(
-    samples: Sequence[Any], mentions: Sequence[list[str]], ngram: int
+    samples: Sequence[Any],
+    mentions: Sequence[list[str]],
+    verdicts: Sequence[Verdict],
+    ngram: int,
+    policy: LengthPolicy,
+    threshold: float,
 ) -> list[dict[str, Any]]:
-    """Signals of the summaries production actually served (entity support, rewriting, cuts)."""
+    """Signals of the summaries production actually served: the checker's consistency and
+    unsupported sentences, entity support, rewriting, cuts and whether they summarize."""
     return [
         {
             "doc_id": s.sample_id,
             "model_id": s.model_id,
             "timestamp": s.timestamp.isoformat(),
+            "live_consistency": v.consistency,
+            "live_low_consistency": v.consistency < threshold,
+            "live_unsupported_sentences": json.dumps(
+                [[u.sentence, u.passage] for u in v.unsupported], ensure_ascii=False
+            ),
             "live_unsupported_share": unsupported_share(m, s.document),
             "live_unsupported": "; ".join(unsupported_mentions(m, s.document)),
             "live_novel_ngram_share": novel_ngram_share(s.summary, s.document, ngram),
             "live_truncated": ends_mid_sentence(s.summary),
             "live_n_words": len(s.summary.split()),
+            **{f"live_{k}": val for k, val in summary_flags(s.summary, s.document, policy).items()},
         }
-        for s, m in zip(samples, mentions, strict=True)
+        for s, m, v in zip(samples, mentions, verdicts, strict=True)
     ]
+
+
+# served-summary signals compared with the production reference: (live column, reference
+# column, label); a rise beyond the margin (significant) is unhealthy
+SERVED_SIGNALS = (
+    ("live_low_consistency", "base_low_consistency", "summaries the checker finds unsupported"),
+    ("live_unsupported_share", "base_unsupported_share", "entities/numbers not in the source"),
+)
+
+
+def served_rises(
+    live: Any,
+    reference: Any,
+    margins: Mapping[str, float],
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Each served signal's live mean against the production reference rate: a rise is a
+    bootstrap CI of the difference entirely above its margin."""
+    out = []
+    for live_column, reference_column, label in SERVED_SIGNALS:
+        if reference_column not in reference:
+            raise InputError(
+                f"the production reference has no '{reference_column}' column; rebuild it with "
+                "`dvc repro` (hss baseline --stage metrics)"
+            )
+        values = [float(v) for v in live[live_column]]
+        rates = [float(v) for v in reference[reference_column]]
+        diff, low, high = difference_bootstrap_ci(
+            values, rates, resamples=resamples, level=confidence, seed=seed
+        )
+        margin = margins[live_column]
+        out.append(
+            {
+                "signal": live_column,
+                "label": label,
+                "live_mean": float(sum(values) / len(values)),
+                "reference_mean": float(sum(rates) / len(rates)),
+                "difference": diff,
+                "ci_low": low,
+                "ci_high": high,
+                "margin": margin,
+                "rise": low > margin,
+            }
+        )
+    return out
 
 
 def severity_rise(
@@ -74,13 +137,21 @@ def severity_rise(
 
 
 def monitor_verdict(
-    rise: Mapping[str, Any],
+    rise: Mapping[str, Any] | None,
     drift: Mapping[str, Any] | None,
     checks: Sequence[Mapping[str, Any]],
+    served: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[str, list[str]]:
-    """'unhealthy' on a significant severity rise, drift, or a failed suite check."""
-    reasons = []
-    if rise["rise"]:
+    """'unhealthy' on a significant rise of unsupported served summaries (or entities), a
+    significant severity rise, drift, or a failed suite check."""
+    reasons = [
+        f"served summaries: {s['label']} rose from the reference {s['reference_mean']:.3f} to "
+        f"{s['live_mean']:.3f}, difference {s['difference']:+.3f} [{s['ci_low']:+.3f}, "
+        f"{s['ci_high']:+.3f}] beyond the margin {s['margin']}"
+        for s in served
+        if s["rise"]
+    ]
+    if rise and rise["rise"]:
         reasons.append(
             f"severity rise: live mean HSS {rise['live_mean']:.3f} vs reference "
             f"{rise['reference_mean']:.3f}, difference {rise['difference']:+.3f} "
@@ -103,15 +174,17 @@ def monitor_verdict(
 def sample_rows(
     scored: Sequence[Mapping[str, Any]], samples: Sequence[Any]
 ) -> list[dict[str, Any]]:
-    """One report row per scored sample: HSS, unsupported mentions, the summary served."""
-    served = {s.sample_id: s.summary for s in samples}
+    """One report row per sample: its consistency, unsupported mentions, the summary served
+    and (after a full run) its HSS."""
+    served = {s.sample_id: s for s in samples}
     return [
         {
             "doc_id": row["doc_id"],
-            "category": row["category"],
-            "hss": row["hss"],
+            "category": row.get("category", served[row["doc_id"]].category),
+            "hss": row.get("hss"),
+            "live_consistency": row["live_consistency"],
             "live_unsupported": row["live_unsupported"],
-            "live_summary": served[row["doc_id"]],
+            "live_summary": served[row["doc_id"]].summary,
         }
         for row in scored
     ]
@@ -123,6 +196,8 @@ def run_record(result: Mapping[str, Any], started: dt.datetime) -> Any:
 
     rise = result.get("severity") or {}
     drift = result.get("drift") or {}
+    served = {s["signal"]: s for s in result.get("served") or []}
+    low = served.get("live_low_consistency", {})
     return MonitorRun(
         run_id=result["run_id"],
         started_at=started,
@@ -134,5 +209,9 @@ def run_record(result: Mapping[str, Any], started: dt.datetime) -> Any:
         drift=bool(drift.get("drifted")),
         drifted_columns=list(drift.get("drifted_columns", [])),
         decision=result["decision"],
-        details={"reasons": list(result["reasons"])},
+        details={
+            "kind": result.get("kind", "full"),
+            "reasons": list(result["reasons"]),
+            "unsupported_share": low.get("live_mean"),
+        },
     )

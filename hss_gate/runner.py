@@ -64,7 +64,7 @@ def toolkit_key(settings: HssSettings) -> str:
         include={
             "perturb": {"word_vectors", "vocab_limit"},
             "score": {"embedder"},
-            "consistency": {"weights_dir", "threshold"},
+            "consistency": {"model", "weights_dir", "threshold"},
         }
     )
 

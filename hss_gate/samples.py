@@ -137,21 +137,40 @@ class MonitorRun(BaseModel):
 
     COLUMNS: ClassVar[tuple[str, ...]] = (
         "started",
+        "kind",
         "model",
         "samples",
+        "unsupported",
         "mean HSS",
         "CI",
         "drift",
         "decision",
     )
 
+    @property
+    def kind(self) -> str:
+        """ "served" (the served summaries' checks alone) or "full" (with HSS)."""
+        return str(self.details.get("kind", "full"))
+
     def row(self) -> tuple[str, ...]:
         """The run as a table row (COLUMNS), as `hss samples runs` shows it."""
         ci = "" if self.ci_low is None else f"{self.ci_low:.3f}-{self.ci_high:.3f}"
         mean = "" if self.mean_hss is None else f"{self.mean_hss:.3f}"
-        drift = ", ".join(self.drifted_columns) or "no"
+        share = self.details.get("unsupported_share")
+        unsupported = "" if share is None else f"{share:.0%}"
+        drift = ", ".join(self.drifted_columns) or ("" if self.kind == "served" else "no")
         started = self.started_at.isoformat(timespec="seconds")
-        return (started, self.model, str(self.n_samples), mean, ci, drift, self.decision)
+        return (
+            started,
+            self.kind,
+            self.model,
+            str(self.n_samples),
+            unsupported,
+            mean,
+            ci,
+            drift,
+            self.decision,
+        )
 
     @field_validator("mean_hss", "ci_low", "ci_high")
     @classmethod
@@ -509,12 +528,12 @@ class SampleStore:
                 f"{self.url}: cannot record the monitor run: {self._why(exc)}"
             ) from exc
 
-    def mark_run_failed(self, run_id: str, reasons: list[str]) -> None:
+    def mark_run_failed(self, run_id: str, reasons: list[str], kind: str = "full") -> None:
         """Turn a recorded run's verdict into "error" (its reports could not be written)."""
         update = (
             sa.update(MONITOR_RUNS)
             .where(MONITOR_RUNS.c.run_id == run_id)
-            .values(decision="error", details={"reasons": list(reasons)})
+            .values(decision="error", details={"kind": kind, "reasons": list(reasons)})
         )
         try:
             with self._engine.begin() as conn:

@@ -144,6 +144,9 @@ class ScoreSettings(BaseModel):
 class ConsistencySettings(BaseModel):
     """The factual-consistency checker (`hss factuality`; docs/FACTUALITY.md)."""
 
+    model: Literal["sbert", "factcc"] = Field(
+        "sbert", description="the checker decisions use (docs/FACTUALITY.md)"
+    )
     weights_dir: str = Field(
         ".hss/factcc", description="trained checker weights (kept out of git; dvc stage factcc)"
     )
@@ -207,6 +210,16 @@ class MonitorSettings(BaseModel):
     out: str = "outputs/monitor"
     margin: float = Field(
         0.05, ge=0.0, le=1.0, description="severity rise: live mean HSS above the reference's"
+    )
+    served_margin: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="the share of served summaries the checker finds unsupported may exceed the "
+        "reference's by this before a significant rise is unhealthy",
+    )
+    served_unsupported_margin: float = Field(
+        0.02, ge=0.0, le=1.0, description="the same for entities/numbers not in the source"
     )
     drift_columns: list[  # score table columns; the gate's drift report uses the same ones
         Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -380,3 +393,40 @@ def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+CANDIDATE_GENERATE_KEYS = ("prompt", "system_prompt", "max_new_tokens")
+"""What a candidate may set for itself: its own prompt and token budget (production keeps its)."""
+
+
+def candidate_generate(base: GenerateSettings, overrides: dict[str, Any]) -> GenerateSettings:
+    """The candidate's generation settings: production's with the candidate's own prompt or
+    token budget (other keys are refused: the summary length asked for is the gate's)."""
+    unknown = sorted(set(overrides) - set(CANDIDATE_GENERATE_KEYS))
+    if unknown:
+        raise InputError(
+            f"candidate generation settings: unknown or not overridable {unknown} "
+            f"(a candidate may set {', '.join(CANDIDATE_GENERATE_KEYS)})"
+        )
+    try:
+        return GenerateSettings.model_validate(base.model_dump() | overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InputError(f"candidate generation settings: '{where}': {first['msg']}") from exc
+
+
+def read_candidate_file(path: str | Path) -> tuple[str | None, dict[str, Any]]:
+    """models/candidate.yaml: the candidate's `uri` and its own `generate` settings."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: cannot read the candidate file ({exc})") from exc
+    if not isinstance(data, dict) or set(data) - {"uri", "generate"}:
+        raise InputError(f"{path}: expected a mapping with `uri` and optionally `generate`")
+    generate = data.get("generate") or {}
+    if not isinstance(generate, dict):
+        raise InputError(f"{path}: `generate` must be a mapping")
+    uri = data.get("uri")
+    return (str(uri) if uri else None), generate

@@ -67,7 +67,8 @@ class LazyChecker:
         from hss_gate.consistency.model import cached_encoder
 
         encode = cached_encoder(self.embedder, Cache(self.cache_dir))
-        return load_checker(self.settings.weights_dir, self.settings.threshold, encode)
+        s = self.settings
+        return load_checker(s.model, s.weights_dir, s.threshold, encode, self.embedder.fingerprint)
 
     @property
     def fingerprint(self) -> str:

@@ -155,6 +155,21 @@ def handcheck_table(
                 "partial_hss_errors_given_rewriting": partial_spearman(
                     group["hss"], group["errors"], group["base_novel_ngram_share"]
                 ),
+                # content-level instability: consistency lost under perturbation, and the
+                # base summary's own inconsistency (1 - consistency)
+                "spearman_consistency_drop_errors": _spearman(
+                    group["consistency_drop_mean"], group["errors"]
+                )
+                if "consistency_drop_mean" in group
+                else float("nan"),
+                "spearman_inconsistency_errors": _spearman(
+                    1.0 - group["base_consistency"], group["errors"]
+                )
+                if "base_consistency" in group
+                else float("nan"),
+                "spearman_unsupported_errors": _spearman(
+                    group["base_unsupported_share"], group["errors"]
+                ),
             }
         )
     return pd.DataFrame(rows)

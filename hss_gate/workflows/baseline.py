@@ -73,8 +73,10 @@ def run_baseline(
             limit=limit,
             out=str(out_dir),
             reference=True,
+            reuse=reference,  # the previous reference run: only what changed is regenerated
             steps=steps,
             progress=progress,
+            say=say,
         )
         steps.io(write_outputs, reference, run.result, run.meta)
         written["reference"] = str(reference)

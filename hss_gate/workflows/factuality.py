@@ -24,11 +24,12 @@ class FactualityRun:
 
     rows: list[dict[str, Any]]
     path: Path | None
+    model: str = ""
 
 
 def consistency_scorer(
     settings: HssSettings,
-    model: str = "factcc",
+    model: str | None = None,
     weights: str | Path | None = None,
     *,
     train: bool = False,
@@ -49,6 +50,7 @@ def consistency_scorer(
     from hss_gate.consistency.training import train_from_corpus
     from hss_gate.embedding import SbertEmbedder
 
+    model = model or settings.consistency.model
     weights = Path(weights or settings.consistency.weights_dir)
     encode = cached_encoder(SbertEmbedder(settings.score.embedder), Cache(settings.run.cache_dir))
     nli = None if model == DEFAULT_MODEL else load_consistency_model(model, encode)
@@ -61,7 +63,7 @@ def run_factuality(
     settings: HssSettings,
     pairs: Path | None,
     *,
-    model: str = "factcc",
+    model: str | None = None,
     weights: str | Path | None = None,
     train: bool = False,
     corpus: str | None = None,
@@ -76,12 +78,23 @@ def run_factuality(
         raise InputError("give --pairs FILE (or --train to only train the weights)")
     records = read_pairs(pairs) if pairs is not None else []
     scorer = consistency_scorer(settings, model, weights, train=train, corpus=corpus, say=say)
+    model = model or settings.consistency.model
     if not records:
-        return FactualityRun([], None)
+        return FactualityRun([], None, model)
     rows = scorer.score_many(
         [(r.id, r.document, r.summary) for r in records],
         advance=progress("factuality", len(records), 0),
     )
     target = Path(out or settings.consistency.out) / "factuality.csv"
     write_rows_csv_atomic(target, rows, COLUMNS)
-    return FactualityRun(rows, target)
+    return FactualityRun(rows, target, model)
+
+
+def ensure_checker(settings: HssSettings, say: Say = silent) -> str:
+    """The consistency checker's weights: trained (deterministically, from text that is not
+    evaluation data) when missing; returns the checker's fingerprint."""
+    from hss_gate.toolkit import real_toolkit
+
+    if settings.consistency.model == "factcc":
+        consistency_scorer(settings, "factcc", say=say)  # trains the weights when missing
+    return real_toolkit(settings).checker.fingerprint

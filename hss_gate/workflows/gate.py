@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +22,25 @@ import pandas as pd
 
 from hss_gate import __version__, decision_report, report
 from hss_gate.corpus import Document
-from hss_gate.errors import ReportError, error_message
+from hss_gate.errors import InputError, ReportError, error_message
 from hss_gate.gate import Decision, compare, decide, error_decision
 from hss_gate.io import write_json_atomic, write_text_atomic
 from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import ScoreResult
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
-from hss_gate.settings import GateSettings, HssSettings, ScoreSettings
+from hss_gate.settings import (
+    GateSettings,
+    HssSettings,
+    ScoreSettings,
+    candidate_generate,
+    read_candidate_file,
+)
 from hss_gate.workflows.score import (
     as_floats,
     check_model,
     load_documents,
+    restore_summaries,
     score_drift,
     score_frame,
     validate_tables,
@@ -47,11 +54,13 @@ OPTIONAL_COLUMNS = ("attribution_instability", "factual_consistency")
 class GateRequest:
     """What to gate: the candidate, production (default run.production_model) and where."""
 
-    candidate: str
+    candidate: str | None
     production: str | None = None
     corpus: str | None = None
     limit: int | None = None
     out: str | None = None
+    candidate_generate: dict[str, Any] = field(default_factory=dict)  # its own prompt, budget
+    candidate_file: str | Path | None = None  # models/candidate.yaml: uri, generate
 
 
 def decision_context(candidate: str, production: str | None) -> dict[str, str]:
@@ -148,7 +157,7 @@ def run_gate(
     """Run the gate's steps in order and write the decision; every error fails closed.
 
     Raises ReportError only when not even decision.json can be written."""
-    candidate, production = request.candidate, request.production
+    candidate, production = request.candidate or "", request.production
     out_dir = Path(request.out or GateSettings().out)
     decision: Decision | None = None
     examples: list[dict[str, Any]] = []
@@ -157,14 +166,30 @@ def run_gate(
         settings = steps.io(load_settings)
         out_dir = Path(request.out or settings.gate.out)
         production = production or settings.run.production_model
+        uri, own = (
+            read_candidate_file(request.candidate_file) if request.candidate_file else (None, {})
+        )
+        candidate = request.candidate or uri or ""
+        if not candidate:
+            raise InputError("no candidate: give --candidate URI or a candidate file with a `uri`")
         docs = steps.io(load_documents, request.corpus or settings.run.corpus, request.limit)
         norm = steps.io(load_normalization, settings.score.normalization)
-        for uri in (candidate, production):  # fail fast on a bad URI before any scoring
-            steps.compute(check_model, uri, settings, score.toolkit(settings).embedder)
+        own = settings.model_copy(
+            update={
+                "generate": candidate_generate(settings.generate, own | request.candidate_generate)
+            }
+        )
+        roles = (("candidate", candidate, own), ("production", production, settings))
+        for _, uri, role_settings in roles:  # fail fast on a bad URI before any scoring
+            steps.compute(check_model, uri, role_settings, score.toolkit(settings).embedder)
+        embedder = score.toolkit(settings).embedder
+        stored = Path(settings.run.baseline_dir) / "reference"
+        restored = steps.io(restore_summaries, stored, production, docs, settings, embedder)
+        say(f"production: {restored}")
         runs: dict[str, ScoreResult] = {}
-        for role, uri in (("candidate", candidate), ("production", production)):
+        for role, uri, role_settings in roles:
             say(f"{role} {redacted_uri(uri)}")
-            result, meta = score(uri, docs, settings, norm, progress)
+            result, meta = score(uri, docs, role_settings, norm, progress)
             steps.io(report.write_outputs, out_dir / role, result, meta)
             runs[role] = result
             checker = meta.get("checker", "")
@@ -194,6 +219,7 @@ def run_gate(
             settings.gate,
             decision_context(candidate, production) | {"checker": checker},
         )
+        decision.notes.append(f"production summaries: {restored}")
         examples = steps.compute(moved_most, cand, prod)
     except KeyboardInterrupt as exc:
         error, decision = (

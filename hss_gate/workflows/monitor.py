@@ -30,12 +30,15 @@ from hss_gate.monitor import (
     run_record,
     sample_rows,
     samples_to_documents,
+    served_rises,
     severity_rise,
 )
 from hss_gate.normalization import load_normalization
+from hss_gate.pipeline import Toolkit
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
 from hss_gate.settings import GateSettings, HssSettings, MonitorSettings, ScoreSettings
+from hss_gate.summary_checks import LengthPolicy
 from hss_gate.workflows.score import as_floats, score_drift, score_frame, validate_tables
 from hss_gate.workflows.steps import DIRECT, Outcome, Scorer, Steps
 
@@ -51,6 +54,7 @@ class MonitorRequest:
     model: str | None = None
     sample_size: int | None = None
     out: str | None = None
+    served_only: bool = False
 
 
 def open_store(url: str) -> Any:
@@ -63,11 +67,6 @@ def open_store(url: str) -> Any:
 def recent_samples(store: Any, n: int, model_id: str | None) -> list[Any]:
     """The n newest samples (of one model id, if given)."""
     return store.recent(n, model_id)
-
-
-def served_mentions(tagger: Any, samples: list[Any]) -> list[list[str]]:
-    """Entity and number mentions of each summary production served."""
-    return tagger.mentions([s.summary for s in samples])
 
 
 def live_frame(scores: pd.DataFrame, live: list[dict[str, Any]]) -> pd.DataFrame:
@@ -94,18 +93,67 @@ def monitor_severity(
 
 
 def run_monitor_checks(
-    current: pd.DataFrame, gate: GateSettings, docs_dir: Path | None
+    current: pd.DataFrame, gate: GateSettings, docs_dir: Path | None, served_only: bool
 ) -> list[dict[str, Any]]:
-    """The absolute severity and data-quality checks on the scored live samples."""
-    from hss_gate.expectations import monitor_expectations
+    """The served summaries' checks and, after a full run, the absolute severity and
+    data-quality checks of the rescored samples."""
+    from hss_gate.expectations import monitor_expectations, served_expectations
 
-    table = as_floats(current)
-    specs = monitor_expectations(
-        gate,
-        n_documents=len(current),
-        optional_columns=[c for c in OPTIONAL_COLUMNS if c in current],
+    specs = served_expectations(gate, n_documents=len(current))
+    if not served_only:
+        full = monitor_expectations(
+            gate,
+            n_documents=len(current),
+            optional_columns=[c for c in OPTIONAL_COLUMNS if c in current],
+        )
+        names = {s.name for s in full}
+        specs = full + [s for s in specs if s.name not in names]
+    return validate_tables({"documents": as_floats(current)}, specs, docs_dir)
+
+
+def served_signals(
+    samples: list[Any], tools: Toolkit, settings: HssSettings
+) -> list[dict[str, Any]]:
+    """The checker's verdicts, mentions and length flags of the summaries production served."""
+    from hss_gate.cache import Cache
+    from hss_gate.pipeline import verdicts_cached
+
+    cache = Cache(settings.run.cache_dir)
+    try:
+        verdicts = verdicts_cached([(s.document, s.summary) for s in samples], tools.checker, cache)
+    finally:
+        cache.close()
+    policy = LengthPolicy(
+        settings.generate.summary_words,
+        settings.score.near_empty_share,
+        settings.score.overlong_ratio,
+        settings.score.copy_ratio,
     )
-    return validate_tables({"documents": table}, specs, docs_dir)
+    return live_summary_signals(
+        samples,
+        tools.tagger.mentions([s.summary for s in samples]),
+        verdicts,
+        settings.score.ngram,
+        policy,
+        tools.checker.threshold,
+    )
+
+
+def served_comparison(
+    live: pd.DataFrame, reference: pd.DataFrame, settings: HssSettings
+) -> list[dict[str, Any]]:
+    """The served signals against the production reference rates (bootstrap)."""
+    return served_rises(
+        live,
+        reference,
+        {
+            "live_low_consistency": settings.monitor.served_margin,
+            "live_unsupported_share": settings.monitor.served_unsupported_margin,
+        },
+        resamples=settings.score.bootstrap_resamples,
+        confidence=settings.score.confidence,
+        seed=settings.perturb.seed,
+    )
 
 
 def record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> list[dict]:
@@ -124,50 +172,63 @@ def write_monitor_reports(out_dir: Path, result: dict[str, Any]) -> None:
 def _check_live(
     settings: HssSettings,
     store: Any,
+    request: MonitorRequest,
     model: str,
-    sample_size: int,
     out_dir: Path,
     score: Scorer,
     steps: Steps,
     progress: Progress,
 ) -> dict[str, Any]:
-    """Score recent samples with the deployed model; drift, severity rise and suite checks."""
+    """The served summaries' checks; unless served_only, also the deployed model's rescoring
+    of the samples: drift, severity rise and suite checks."""
+    size = request.sample_size or settings.monitor.sample_size
+    if size < 1:
+        raise InputError("--sample-size must be at least 1")
     reference = steps.io(read_score_table, settings.monitor.reference)
-    norm = steps.io(load_normalization, settings.score.normalization)
-    recent = steps.io(recent_samples, store, sample_size, settings.monitor.model_id)
-    docs = steps.compute(samples_to_documents, recent)
-    scored, meta = score(model, docs, settings, norm, progress)
-    steps.io(report.write_outputs, out_dir / "scores", scored, meta)
-    mentions = steps.compute(served_mentions, score.toolkit(settings).tagger, recent)
-    live = steps.compute(live_summary_signals, recent, mentions, settings.score.ngram)
-    current = steps.compute(
-        live_frame, steps.compute(score_frame, scored, settings.score.variant), live
+    recent = steps.io(recent_samples, store, size, settings.monitor.model_id)
+    steps.compute(samples_to_documents, recent)  # refuses an empty store
+    tools = score.toolkit(settings)
+    live = pd.DataFrame(steps.compute(served_signals, recent, tools, settings))
+    served = steps.compute(served_comparison, live, reference, settings)
+    result: dict[str, Any] = {"served": served}
+    if request.served_only:
+        current, rise, drift, warnings = live, None, None, []
+    else:
+        norm = steps.io(load_normalization, settings.score.normalization)
+        docs = steps.compute(samples_to_documents, recent)
+        scored, meta = score(model, docs, settings, norm, progress)
+        steps.io(report.write_outputs, out_dir / "scores", scored, meta)
+        current = steps.compute(
+            live_frame, steps.compute(score_frame, scored, settings.score.variant), live
+        )
+        drift = steps.compute(
+            score_drift,
+            reference,
+            current,
+            settings.monitor,
+            out_dir,
+            f"live traffic of {model} against the production reference",
+        )
+        rise = steps.compute(
+            monitor_severity,
+            current,
+            reference,
+            settings.monitor,
+            settings.score,
+            settings.perturb.seed,
+        )
+        warnings = scored.warnings
+    checks = steps.compute(
+        run_monitor_checks, current, settings.gate, out_dir / "data_docs", request.served_only
     )
-    drift = steps.compute(
-        score_drift,
-        reference,
-        current,
-        settings.monitor,
-        out_dir,
-        f"live traffic of {model} against the production reference",
-    )
-    rise = steps.compute(
-        monitor_severity,
-        current,
-        reference,
-        settings.monitor,
-        settings.score,
-        settings.perturb.seed,
-    )
-    checks = steps.compute(run_monitor_checks, current, settings.gate, out_dir / "data_docs")
-    decision, reasons = steps.compute(monitor_verdict, rise, drift, checks)
-    return {
+    decision, reasons = steps.compute(monitor_verdict, rise, drift, checks, served)
+    return result | {
         "decision": decision,
         "reasons": reasons,
         "severity": rise,
         "drift": drift,
         "checks": checks,
-        "warnings": scored.warnings,
+        "warnings": warnings,
         "samples": steps.compute(sample_rows, current.to_dict("records"), recent),
     }
 
@@ -185,7 +246,11 @@ def run_monitor(
     Raises ReportError only when not even monitor.json can be written."""
     started = dt.datetime.now(dt.UTC)
     model = request.model
-    result: dict[str, Any] = {"run_id": uuid.uuid4().hex[:12], "model": redacted_uri(model or "")}
+    result: dict[str, Any] = {
+        "run_id": uuid.uuid4().hex[:12],
+        "kind": "served" if request.served_only else "full",
+        "model": redacted_uri(model or ""),
+    }
     out_dir, store = Path(request.out or MonitorSettings().out), None
     error: BaseException | None = None
     try:
@@ -194,11 +259,8 @@ def run_monitor(
             out_dir = Path(request.out or settings.monitor.out)
             model = model or settings.run.production_model
             result["model"] = redacted_uri(model)
-            size = request.sample_size or settings.monitor.sample_size
-            if size < 1:
-                raise InputError("--sample-size must be at least 1")
             store = steps.io(open_store, request.samples or settings.monitor.samples_url)
-            result |= _check_live(settings, store, model, size, out_dir, score, steps, progress)
+            result |= _check_live(settings, store, request, model, out_dir, score, steps, progress)
         except KeyboardInterrupt as exc:
             error = exc
             result |= {"decision": "error", "reasons": ["interrupted"]}
@@ -243,7 +305,7 @@ def _mark_run_failed(store: Any, result: dict[str, Any]) -> None:
     if store is None or not result.get("trend"):
         return  # nothing was recorded
     try:
-        store.mark_run_failed(result["run_id"], result["reasons"])
+        store.mark_run_failed(result["run_id"], result["reasons"], result.get("kind", "full"))
         for run in result["trend"]:
             if run["run_id"] == result["run_id"]:
                 run["decision"], run["details"] = "error", {"reasons": list(result["reasons"])}

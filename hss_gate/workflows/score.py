@@ -24,7 +24,7 @@ from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import ScoreResult
 from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import HssSettings, MonitorSettings
-from hss_gate.workflows.steps import DIRECT, Scorer, Steps
+from hss_gate.workflows.steps import DIRECT, Say, Scorer, Steps, silent
 
 
 def load_documents(path: str | Path, limit: int | None = None) -> list[Document]:
@@ -40,6 +40,32 @@ def check_model(uri: str, settings: HssSettings, embedder: Any) -> str:
     from hss_gate.summarizers import load_summarizer
 
     return load_summarizer(uri, settings, embedder).fingerprint
+
+
+def restore_summaries(
+    run_dir: str | Path, uri: str, docs: list[Document], settings: HssSettings, embedder: Any
+) -> str:
+    """Put a stored run's summaries (e.g. the production baseline) into the cache when the
+    summarizer's fingerprint is the stored one; returns one line saying what happened."""
+    from hss_gate.cache import Cache
+    from hss_gate.stored_run import load_stored_run, seed_summaries
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "summaries.jsonl").exists():
+        return f"no stored summaries in {run_dir}: every summary is generated"
+    stored = load_stored_run(run_dir)
+    fingerprint = check_model(uri, settings, embedder)
+    if stored.fingerprint != fingerprint:
+        return (
+            f"{run_dir} was written by {stored.fingerprint}, this run is {fingerprint} "
+            "(weights, engine, threads or generation settings differ): summaries regenerated"
+        )
+    cache = Cache(settings.run.cache_dir)
+    try:
+        seeded = seed_summaries(stored, docs, fingerprint, cache)
+    finally:
+        cache.close()
+    return f"restored {seeded} summaries of {len(docs)} documents from {run_dir}"
 
 
 @dataclass
@@ -60,17 +86,23 @@ def run_score(
     limit: int | None = None,
     out: str | None = None,
     reference: bool = False,
+    reuse: str | Path | None = None,
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
+    say: Say = silent,
 ) -> ScoredRun:
     """Score `model` on the corpus with the production constants (`reference`: without
-    constants, as the baseline's reference run is)."""
+    constants, as the baseline's reference run is); `reuse`: a stored run whose summaries are
+    restored when they were written by this very summarizer."""
     out_dir = Path(out or settings.run.out)
     if out_dir.exists() and not out_dir.is_dir():  # refuse before the work, not after it
         raise InputError(f"--out {out_dir}: exists and is not a directory")
     corpus = corpus or settings.run.corpus
     docs = steps.io(load_documents, corpus, limit)
     norm = None if reference else steps.io(load_normalization, settings.score.normalization)
+    if reuse is not None:
+        embedder = score.toolkit(settings).embedder
+        say(steps.io(restore_summaries, reuse, model, docs, settings, embedder))
     result, meta = score(model, docs, settings, norm, progress)
     meta["corpus"] = str(corpus)
     if norm is not None:

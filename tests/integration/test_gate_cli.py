@@ -67,11 +67,54 @@ def test_worse_candidate_is_blocked(runner, tmp_path):
     result, decision = _gate(runner, tmp_path, "fake:unstable")
     assert result.exit_code == 1, result.output
     assert decision["decision"] == "block"
-    assert any(r.startswith("HSS rose significantly") for r in decision["reasons"])
+    # it invents a number in every summary: the facts decide, HSS is reported beside them
+    assert "unsupported_entities" in decision["decided_by"]
+    assert any("unsupported by the source rose" in r for r in decision["reasons"])
+    assert any("HSS rose significantly" in n for n in decision["notes"])
     assert decision["metrics"]["hss_candidate"] > 0.5 > decision["metrics"]["hss_production"]
     failed = {c["name"] for c in decision["checks"] if not c["success"]}
     assert "mean_hss" in failed and "mean_unsupported_share" in failed
+    assert decision["checker"]
     assert "BLOCKED" in (tmp_path / "decision.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "candidate,flag",
+    [("fake:empty", "near_empty_share"), ("fake:copy", "copies_source_share")],
+)
+def test_a_candidate_that_does_not_summarize_is_blocked(runner, tmp_path, candidate, flag):
+    """Empty output is perfectly stable and a copy of the source is perfectly supported: both
+    would pass on HSS and consistency alone; the gate says they do not summarize."""
+    result, decision = _gate(runner, tmp_path, candidate)
+    assert result.exit_code == 1, result.output
+    assert decision["decided_by"][0] == "not_summarizing"
+    assert decision["reasons"][0].startswith("the candidate does not summarize")
+    assert flag in {c["name"] for c in decision["checks"] if not c["success"]}
+
+
+def test_a_candidate_carries_its_own_generation_settings(runner, tmp_path):
+    config = tmp_path / "candidate.yaml"
+    config.write_text("uri: extractive:lead-3\ngenerate:\n  max_new_tokens: 99\n")
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        [
+            "gate",
+            *("--candidate-config", str(config), "--production", "extractive:lead-3"),
+            *("--limit", "2", "-k", "1", "--out", str(out)),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    settings = {
+        role: json.loads((out / role / "summary.json").read_text())["settings"]["generate"]
+        for role in ("candidate", "production")
+    }
+    assert settings["candidate"]["max_new_tokens"] == 99
+    assert settings["production"]["max_new_tokens"] == 200
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("uri: extractive:lead-3\ngenerate:\n  summary_words: 5\n")
+    result = runner.invoke(app, ["gate", "--candidate-config", str(bad), "--out", str(out)])
+    assert result.exit_code == 2 and "summary_words" in result.output
 
 
 def test_unknown_candidate_fails_closed_with_one_line(runner, tmp_path):

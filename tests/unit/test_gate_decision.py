@@ -261,3 +261,27 @@ def test_document_scores_recompute_hss_from_distances():
     assert metrics["truncated_share"] == pytest.approx(0.5)
     wide = with_strength_distances(docs, perts)
     assert list(wide["distance_low"]) == pytest.approx([0.1, 0.2])
+
+
+def test_served_summaries_unsupported_more_often_than_the_reference_are_unhealthy():
+    from hss_gate.monitor import served_rises
+
+    reference = pd.DataFrame(
+        {"base_low_consistency": [0.0] * 18 + [1.0] * 2, "base_unsupported_share": [0.01] * 20}
+    )
+    margins = {"live_low_consistency": 0.1, "live_unsupported_share": 0.02}
+    bad = pd.DataFrame(
+        {"live_low_consistency": [1.0] * 14 + [0.0] * 6, "live_unsupported_share": [0.01] * 20}
+    )
+    rises = {s["signal"]: s for s in served_rises(bad, reference, margins, resamples=500)}
+    assert rises["live_low_consistency"]["rise"] is True
+    assert rises["live_low_consistency"]["live_mean"] == pytest.approx(0.7)
+    assert rises["live_unsupported_share"]["rise"] is False
+    decision, reasons = monitor_verdict(None, None, [], list(rises.values()))
+    assert decision == "unhealthy" and "served summaries" in reasons[0]
+
+    good = bad.assign(live_low_consistency=[0.0] * 17 + [1.0] * 3)
+    calm = served_rises(good, reference, margins, resamples=500)
+    assert monitor_verdict(None, None, [], calm) == ("healthy", [])
+    with pytest.raises(InputError, match="rebuild"):
+        served_rises(good, reference.drop(columns="base_low_consistency"), margins)

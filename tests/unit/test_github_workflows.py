@@ -311,14 +311,19 @@ def test_candidate_from_the_pull_request_file(gate: Runner):
     result = gate("Resolve the candidate", EVENT_NAME="pull_request")
     assert result.returncode == 0, result.stderr
     expected = yaml.safe_load((REPO / "models" / "candidate.yaml").read_text())["uri"]
-    assert gate.outputs == {"uri": expected, "limit": "", "k": ""}
+    assert gate.outputs == {
+        "uri": expected,
+        "config": "models/candidate.yaml",
+        "limit": "",
+        "k": "",
+    }
 
 
 def test_candidate_from_dispatch_inputs(gate: Runner):
     env = dict(EVENT_NAME="workflow_dispatch", INPUT_CANDIDATE="hf:org/model-1.5b")
     result = gate("Resolve the candidate", **env, INPUT_LIMIT="5", INPUT_K="2")
     assert result.returncode == 0, result.stderr
-    assert gate.outputs == {"uri": "hf:org/model-1.5b", "limit": "5", "k": "2"}
+    assert gate.outputs == {"uri": "hf:org/model-1.5b", "config": "", "limit": "5", "k": "2"}
 
 
 @pytest.mark.parametrize(
@@ -409,6 +414,25 @@ def test_monitor_step_records_the_exit_code_and_hides_the_url(monitor: Runner, c
     assert monitor.outputs == {"exit_code": str(code)}
     assert (monitor.cwd / "hss_args").read_text().split() == ["monitor", "--out", "outputs/monitor"]
     assert url not in result.stdout + result.stderr and "s3cret" not in monitor.summary.read_text()
+
+
+@pytest.mark.parametrize(
+    "schedule,kind,served_only",
+    [
+        ("17 * * * *", "", True),
+        ("43 3 * * *", "", False),
+        ("", "served", True),
+        ("", "full", False),
+    ],
+)
+def test_the_hourly_schedule_runs_the_cheap_served_check(
+    monitor: Runner, schedule: str, kind: str, served_only: bool
+):
+    env = dict(HSS_MONITOR__SAMPLES_URL="sqlite:///x", STUB_CODE="0", SCHEDULE=schedule)
+    result = monitor("Run the drift monitor", **env, INPUT_KIND=kind)
+    assert result.returncode == 0, result.stderr
+    args = (monitor.cwd / "hss_args").read_text().split()
+    assert ("--served-only" in args) is served_only
 
 
 @pytest.mark.parametrize("code,expected", [("0", 0), ("1", 0), ("2", 2), ("", 2)])
