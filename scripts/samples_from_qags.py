@@ -20,15 +20,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=DEFAULT)
     parser.add_argument("--n", type=int, default=10)
+    parser.add_argument(
+        "--label",
+        choices=("any", "consistent", "inconsistent"),
+        default="any",
+        help="only summaries the raters judged consistent (every sentence supported by a "
+        "majority) or inconsistent (some sentence not)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     if not args.source.exists():
         raise SystemExit(f"{args.source}: not found (the shared QAGS data is not on this machine)")
     start = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    from hss_gate.research.factuality_data import qags_label
+
+    wanted = {"any": None, "consistent": 1, "inconsistent": 0}[args.label]
     rows = []
-    for i, line in enumerate(args.source.read_text(encoding="utf-8").splitlines()[: args.n]):
+    for i, line in enumerate(args.source.read_text(encoding="utf-8").splitlines()):
+        if len(rows) == args.n:
+            break
         record = json.loads(line)
         sentences = record["summary_sentences"]
+        if wanted is not None and qags_label(sentences) != wanted:
+            continue
         rows.append(
             {
                 "sample_id": f"qags-{i:03d}",

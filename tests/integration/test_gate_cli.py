@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from hss_gate.cli import app
 from hss_gate.corpus import load_corpus
 from hss_gate.samples import SampleStore
+from hss_gate.sentences import split_sentences
 from tests.conftest import CORPUS, REPO
 
 pytestmark = pytest.mark.integration
@@ -186,3 +187,44 @@ def test_monitor_scores_recent_samples_and_records_the_run(runner, tmp_path):
     assert failing.exit_code == 2
     assert store.count() == 4  # every ingested sample is kept when scoring fails
     assert store.runs()[0].decision == "error"
+
+
+def _served_file(path: Path, swapped: bool, n: int = 8) -> Path:
+    """Samples whose served summary is the document's own lead (faithful) or, swapped, another
+    document's lead (nothing in it is supported by the document it was served for)."""
+    docs = load_corpus(CORPUS, limit=n)
+    rows = []
+    for i, doc in enumerate(docs):
+        source = docs[(i + n // 2) % n] if swapped else doc
+        rows.append(
+            {
+                "sample_id": f"s{i}",
+                "document": doc.text,
+                "summary": " ".join(split_sentences(source.text)[:2]),
+                "model_id": "prod",
+                "timestamp": f"2026-11-{i + 1:02d}T10:00:00Z",
+                "category": doc.category,
+            }
+        )
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("swapped,code", [(False, 0), (True, 1)])
+def test_served_only_checks_what_was_served_without_scoring(runner, tmp_path, swapped, code):
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    samples = _served_file(tmp_path / "s.jsonl", swapped)
+    assert runner.invoke(app, ["samples", "ingest", str(samples), "--samples", url]).exit_code == 0
+    out = tmp_path / "monitor"
+    result = runner.invoke(app, ["monitor", "--served-only", "--samples", url, "--out", str(out)])
+    assert result.exit_code == code, result.output
+    report = json.loads((out / "monitor.json").read_text())
+    assert report["kind"] == "served" and report["severity"] is None
+    assert not (out / "scores").exists()  # nothing was rescored
+    low = next(s for s in report["served"] if s["signal"] == "live_low_consistency")
+    assert low["rise"] is swapped
+    assert (low["live_mean"] == 1.0) is swapped
+    if swapped:
+        assert any("served summaries" in r for r in report["reasons"])
+    runs = runner.invoke(app, ["samples", "runs", "--samples", url])
+    assert "served" in runs.output
