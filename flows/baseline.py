@@ -17,6 +17,7 @@ from prefect import flow, get_run_logger
 
 from flows.scoring import DaskScorer, add_common_arguments
 from flows.tasks import PREFECT_STEPS, settings_loader
+from hss_gate.progress import plain_progress
 from hss_gate.workflows.baseline import STAGES
 
 
@@ -44,17 +45,19 @@ def baseline_flow(
 
     logger = get_run_logger()
     settings = PREFECT_STEPS.io(settings_loader(params, {"perturb__k": k, **(overrides or {})}))
-    return run_baseline(
-        settings,
-        score=DaskScorer(workers, dask_address, chunk_size),
-        stage=stage,
-        model=model,
-        corpus=corpus,
-        out=out,
-        limit=limit,
-        steps=PREFECT_STEPS,
-        say=logger.info,
-    )
+    with plain_progress(logger.info) as progress:
+        return run_baseline(
+            settings,
+            score=DaskScorer(workers, dask_address, chunk_size),
+            stage=stage,
+            model=model,
+            corpus=corpus,
+            out=out,
+            limit=limit,
+            steps=PREFECT_STEPS,
+            progress=progress,
+            say=logger.info,
+        )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

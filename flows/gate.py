@@ -21,6 +21,7 @@ from flows.scoring import DaskScorer, add_common_arguments
 from flows.tasks import PREFECT_STEPS, publish, settings_loader
 from hss_gate.errors import error_message
 from hss_gate.gate import Decision
+from hss_gate.progress import plain_progress
 
 
 @flow(name="gate", log_prints=True)
@@ -47,13 +48,15 @@ def gate_flow(
     from hss_gate.workflows.gate import GateRequest, run_gate
 
     logger = get_run_logger()
-    outcome = run_gate(
-        settings_loader(params, {"perturb__k": k, **(overrides or {})}),
-        GateRequest(candidate, production, corpus, limit, out),
-        score=DaskScorer(workers, dask_address, chunk_size),
-        steps=PREFECT_STEPS,
-        say=lambda line: logger.info("scoring the %s", line),
-    )
+    with plain_progress(logger.info) as progress:
+        outcome = run_gate(
+            settings_loader(params, {"perturb__k": k, **(overrides or {})}),
+            GateRequest(candidate, production, corpus, limit, out),
+            score=DaskScorer(workers, dask_address, chunk_size),
+            steps=PREFECT_STEPS,
+            progress=progress,
+            say=logger.info,
+        )
     decision = outcome.verdict
     if outcome.error is not None:
         logger.error("the gate could not decide: %s", error_message(outcome.error))

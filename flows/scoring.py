@@ -116,11 +116,13 @@ def score_chunk(
     docs: Sequence[Document],
     settings: HssSettings,
     normalization: Normalization | None,
+    progress: Progress = no_progress,
 ) -> tuple[ScoreResult, dict[str, Any]]:
     """Score one chunk of documents with the model a URI names."""
     from hss_gate import runner
 
-    return runner.score_model(uri, docs, settings, normalization, tools=process_toolkit(settings))
+    tools = process_toolkit(settings)
+    return runner.score_model(uri, docs, settings, normalization, tools=tools, progress=progress)
 
 
 @compute_task
@@ -138,16 +140,21 @@ def score_flow(
     settings: HssSettings,
     normalization: Normalization | None = None,
     chunks: int = 1,
+    progress: Progress = no_progress,
 ) -> tuple[ScoreResult, dict[str, Any]]:
     """Score documents in `chunks` parts on this flow's task runner and merge the parts."""
     logger = get_run_logger()
     parts = split_documents(docs, chunks)
     started = time.perf_counter()
     if len(parts) == 1:
-        return score_chunk(uri, parts[0], settings, normalization)
+        return score_chunk(uri, parts[0], settings, normalization, progress)
     logger.info("scoring %d documents with %s in %d chunks", len(docs), uri, len(parts))
     futures = [score_chunk.submit(uri, part, settings, normalization) for part in parts]
-    outputs = [f.result() for f in futures]
+    advance = progress("chunks", len(futures), 0)
+    outputs = []
+    for future in futures:
+        outputs.append(future.result())
+        advance(1)
     result = merge_chunks([r for r, _ in outputs], settings)
     meta = dict(outputs[0][1])
     meta.update(
@@ -167,12 +174,13 @@ def score_subflow(
     workers: int = 1,
     dask_address: str | None = None,
     chunk_size: int | None = None,
+    progress: Progress = no_progress,
 ) -> tuple[ScoreResult, dict[str, Any]]:
     """Run `score_flow` as a subflow on the task runner the parallelism options ask for."""
     runner = task_runner(workers, dask_address)
     chunks = n_chunks(len(docs), workers, dask_address, chunk_size)
     scorer = score_flow.with_options(task_runner=runner) if runner is not None else score_flow
-    return scorer(uri, docs, settings, normalization, chunks=chunks)
+    return scorer(uri, docs, settings, normalization, chunks=chunks, progress=progress)
 
 
 class DaskScorer:
@@ -203,6 +211,7 @@ class DaskScorer:
             workers=self.workers,
             dask_address=self.dask_address,
             chunk_size=self.chunk_size,
+            progress=progress,
         )
 
 

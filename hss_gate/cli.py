@@ -17,7 +17,7 @@ from rich.table import Table
 
 from hss_gate import __version__
 from hss_gate.errors import HssError, InputError
-from hss_gate.progress import progress_bars
+from hss_gate.progress import progress_reporter
 
 app = typer.Typer(
     add_completion=False,
@@ -117,7 +117,7 @@ def score(
     settings = _settings(params, k, seed, score__normalization=normalization)
     if strengths is not None:
         settings.perturb.keep_strengths(strengths.split(","))
-    with progress_bars(console) as progress:
+    with progress_reporter(console) as progress:
         run = run_score(
             settings,
             model,
@@ -149,9 +149,7 @@ def baseline(
     model: ProductionOpt = None,
     corpus: CorpusOpt = None,
     out: OutOpt = None,
-    stage: Annotated[
-        str, typer.Option(help="scores | constants | metrics | all (the dvc.yaml stages)")
-    ] = "all",
+    stage: Annotated[str, typer.Option(help="scores | constants | metrics | all")] = "all",
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """The production baseline (what `dvc repro` runs): reference scores, the normalization
@@ -160,7 +158,7 @@ def baseline(
     from hss_gate.workflows.baseline import run_baseline
 
     settings = _settings(params)
-    with progress_bars(console) as progress:
+    with progress_reporter(console) as progress:
         run_baseline(
             settings,
             score=LocalScorer(),
@@ -193,29 +191,32 @@ def _finish(verdict: str, reasons: Sequence[str], code: int, written: Path, erro
 @app.command()
 @guarded
 def gate(
-    candidate: Annotated[
-        str | None, typer.Option("--candidate", "-c", help="model URI to promote")
-    ] = None,
-    candidate_config: Annotated[
-        Path | None, typer.Option(help="YAML: uri, generate (its own prompt, max_new_tokens)")
-    ] = None,
+    candidate: Annotated[str | None, typer.Option("--candidate", "-c", help="URI")] = None,
+    candidate_config: Annotated[Path | None, typer.Option(help="YAML: uri, generate")] = None,
     candidate_prompt: Annotated[str | None, typer.Option(help="the candidate's prompt")] = None,
-    production: Annotated[
-        str | None, typer.Option("--production", "-p", help="default: run.production_model")
-    ] = None,
+    production: Annotated[str | None, typer.Option("--production", "-p")] = None,
     limit: LimitOpt = None,
     k: KOpt = None,
     corpus: CorpusOpt = None,
     out: OutOpt = None,
+    junit: Annotated[Path | None, typer.Option(help="the checks as JUnit XML too")] = None,
+    override_by: Annotated[str | None, typer.Option(help="who overrides a block")] = None,
+    override_reason: Annotated[str | None, typer.Option(help="why (recorded)")] = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
-    """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide."""
+    """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide.
+    A block overridden by a person (--override-by, --override-reason) is recorded and exits 0."""
     from hss_gate.runner import LocalScorer
     from hss_gate.workflows.gate import GateRequest, run_gate
 
     own = {"prompt": candidate_prompt} if candidate_prompt else {}
-    request = GateRequest(candidate, production, corpus, limit, out, own, candidate_config)
-    with progress_bars(console) as progress:
+    override = (
+        (override_by or "", override_reason or "") if override_by or override_reason else None
+    )
+    request = GateRequest(
+        candidate, production, corpus, limit, out, own, candidate_config, junit, override
+    )
+    with progress_reporter(console) as progress:
         outcome = run_gate(
             lambda: _settings(params, k),
             request,
@@ -241,9 +242,7 @@ def samples_ingest(
         ),
     ],
     samples: SamplesOpt = None,
-    skip_bad: Annotated[
-        bool, typer.Option(help="ingest the valid rows and list the bad ones (exit 1)")
-    ] = False,
+    skip_bad: Annotated[bool, typer.Option(help="store the good rows, list the bad")] = False,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Validate every row and store the samples; bad rows are reported with their line."""
@@ -285,9 +284,7 @@ def monitor(
     sample_size: Annotated[
         int | None, typer.Option(help="most recent samples (default: monitor.sample_size)")
     ] = None,
-    served_only: Annotated[
-        bool, typer.Option("--served-only", help="check the served summaries alone (seconds)")
-    ] = False,
+    served_only: Annotated[bool, typer.Option(help="the served summaries alone")] = False,
     out: OutOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
@@ -298,7 +295,7 @@ def monitor(
     from hss_gate.workflows.monitor import MonitorRequest, run_monitor
 
     request = MonitorRequest(samples, model, sample_size, out, served_only)
-    with progress_bars(console) as progress:
+    with progress_reporter(console) as progress:
         outcome = run_monitor(
             lambda: _settings(params),
             request,
@@ -320,22 +317,16 @@ def factuality(
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="sbert, factcc or hf:<NLI id|dir>")
     ] = None,
-    train: Annotated[
-        bool, typer.Option("--train", help="(re)train the FactCC-style weights first")
-    ] = False,
-    weights: Annotated[
-        Path | None, typer.Option(help="weights directory (default: consistency.weights_dir)")
-    ] = None,
-    corpus: Annotated[
-        str | None, typer.Option(help="training documents (default: run.corpus)")
-    ] = None,
+    train: Annotated[bool, typer.Option("--train", help="(re)train factcc weights")] = False,
+    weights: Annotated[Path | None, typer.Option(help="factcc weights folder")] = None,
+    corpus: Annotated[str | None, typer.Option(help="training documents")] = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Factual consistency of summaries with their documents: DIR/factuality.csv with
     consistency in [0, 1] (higher = more consistent) and every comparator's column."""
     from hss_gate.workflows.factuality import run_factuality
 
-    with progress_bars(console) as progress:
+    with progress_reporter(console) as progress:
         run = run_factuality(
             _settings(params),
             pairs,
@@ -369,7 +360,7 @@ def experiment(
     from hss_gate.research.experiment_run import run_and_report
 
     settings = _settings(params, k)
-    with progress_bars(console) as progress:
+    with progress_reporter(console) as progress:
         out_dir = run_and_report(settings, limit=limit, out=out, progress=progress)
     _say(f"wrote {out_dir}/report.md, report.html, CSVs and figures")
 
@@ -377,14 +368,10 @@ def experiment(
 @app.command()
 @guarded
 def bench(
-    quick: Annotated[
-        bool, typer.Option("--quick", help="2 documents, a few minutes (default: the corpus)")
-    ] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="2 documents, minutes")] = False,
     out: OutOpt = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="summarizer to time")] = None,
-    documents: Annotated[
-        int | None, typer.Option(help="first N documents (default: quick 2, full all)")
-    ] = None,
+    documents: Annotated[int | None, typer.Option(help="first N documents")] = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Time the pipeline against the generation floor, a naive pipeline and a warm rerun."""

@@ -432,3 +432,48 @@ def monitor_html(result: Mapping[str, Any]) -> str:
         )
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def decision_junit(decision: Decision) -> str:
+    """The gate as JUnit XML, which CI systems show as tests: one test per suite check and per
+    deciding signal (consistency, unsupported entities, HSS); a block fails its tests, an error
+    is one erroring test, an override is a passing test that says who and why."""
+    from xml.sax.saxutils import quoteattr
+
+    cases: list[str] = []
+
+    def case(classname: str, name: str, failure: str | None = None, kind: str = "failure") -> None:
+        head = f"<testcase classname={quoteattr(classname)} name={quoteattr(name)}"
+        if failure is None:
+            cases.append(head + "/>")
+        else:
+            cases.append(f"{head}><{kind} message={quoteattr(failure)}/></testcase>")
+
+    if decision.decision == "error":
+        case("hss-gate", "decision", decision.reasons[0], kind="error")
+    blocking = set() if decision.override else set(decision.decided_by)
+    for signal in ("consistency", "unsupported_entities", "hss"):
+        reason = next((r for r in decision.reasons if _about(r, signal)), None)
+        case("hss-gate.signals", signal, reason if signal in blocking else None)
+    for check in decision.checks:
+        failed = not check["success"] and (check["kind"] != "hss" or "hss" in blocking)
+        message = f"{check['description']} (observed {_num(check['observed'])})"
+        case(f"hss-gate.checks.{check['kind']}", check["name"], message if failed else None)
+    if decision.override:
+        case("hss-gate", f"override by {decision.override['by']}: {decision.override['reason']}")
+    failures = sum("<failure" in c for c in cases)
+    errors = sum("<error" in c for c in cases)
+    return (
+        '<?xml version="1.0" encoding="utf-8"?>\n'
+        f"<testsuite name={quoteattr('hss-gate: ' + decision.candidate)} tests='{len(cases)}' "
+        f"failures='{failures}' errors='{errors}'>\n" + "\n".join(cases) + "\n</testsuite>\n"
+    )
+
+
+def _about(reason: str, signal: str) -> bool:
+    keys = {
+        "consistency": "factual consistency fell",
+        "unsupported_entities": "unsupported by the source rose",
+        "hss": "HSS rose",
+    }
+    return keys[signal] in reason

@@ -59,6 +59,7 @@ class Decision(BaseModel):
     checks: list[dict[str, Any]] = Field(default_factory=list)
     drift: dict[str, Any] | None = None
     decided_by: list[str] = Field(default_factory=list)
+    override: dict[str, Any] | None = None
     candidate: str = ""
     production: str = ""
     checker: str = ""
@@ -68,6 +69,31 @@ class Decision(BaseModel):
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.decision]
+
+
+def apply_override(decision: Decision, by: str, reason: str) -> Decision:
+    """A human's recorded override of a block: the candidate is promoted, and the record keeps
+    who overrode it, why, and what the gate had found. An error is never overridden (the gate
+    could not decide, so there is nothing to override)."""
+    if not by.strip() or not reason.strip():
+        raise InputError("an override needs who (--override-by) and why (--override-reason)")
+    if decision.decision != "block":
+        return decision
+    record = {
+        "by": by.strip(),
+        "reason": reason.strip(),
+        "blocked_by": list(decision.decided_by),
+        "blocked_reasons": list(decision.reasons),
+    }
+    return decision.model_copy(
+        update={
+            "decision": "promote",
+            "reasons": [f"block overridden by {record['by']}: {record['reason']}"]
+            + [f"(the gate had blocked: {r})" for r in decision.reasons],
+            "decided_by": ["override"],
+            "override": record,
+        }
+    )
 
 
 def error_decision(message: str, **context: Any) -> Decision:

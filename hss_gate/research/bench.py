@@ -140,13 +140,41 @@ def machine() -> dict[str, Any]:
 # --------------------------------------------------------------------------- processes
 
 
-def run_timed(cmd: Sequence[str], env: dict[str, str], result: Path | None = None) -> Measured:
-    """Run a command; its wall time, peak RSS (kernel accounting) and JSON result file."""
+def run_timed(
+    cmd: Sequence[str],
+    env: dict[str, str],
+    result: Path | None = None,
+    say: Callable[[str], None] = lambda line: None,
+    name: str = "step",
+) -> Measured:
+    """Run a command; its wall time, peak RSS (kernel accounting) and JSON result file. The
+    command's own progress lines are passed to `say` as they come."""
+    import threading
+
+    from hss_gate.progress import PREFIX
+
     started = time.perf_counter()
+    lines: list[bytes] = []
+    quiet = threading.Event()  # set when the step ends
+
+    def heartbeat() -> None:  # a step that prints no progress of its own still shows it runs
+        while not quiet.wait(30):
+            say(f"  {PREFIX} {name} running, {time.perf_counter() - started:.0f} s")
+
     with subprocess.Popen(
         list(cmd), env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     ) as proc:
-        output = proc.stdout.read() if proc.stdout else b""
+        beat = threading.Thread(target=heartbeat, daemon=True)
+        beat.start()
+        try:
+            for line in proc.stdout or []:
+                lines.append(line)
+                text = line.decode(errors="replace").rstrip()
+                if text.startswith(PREFIX):
+                    say(f"  {text}")
+        finally:
+            quiet.set()
+        output = b"".join(lines)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started

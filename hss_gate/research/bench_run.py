@@ -65,7 +65,7 @@ class BenchRun:
         cmd += ["--corpus", str(self.corpus_of(n)), "--out", str(self.work / f"out-{name}")]
         cmd += ["--params", str(self.params)] + (["-k", str(k)] if k else [])
         env = OFFLINE_ENV | {"HSS_RUN__CACHE_DIR": str(self.work / f"cache-{cache or name}")}
-        return self._record(name, run_timed(cmd, env))
+        return self._record(name, run_timed(cmd, env, say=self.say, name=name))
 
     def stage(self, name: str, stage: str, config: dict[str, Any], env: dict[str, str]) -> Measured:
         """One in-process stage of hss_gate.research.bench."""
@@ -84,7 +84,7 @@ class BenchRun:
             str(config_path),
             str(result_path),
         ]
-        return self._record(name, run_timed(cmd, OFFLINE_ENV | env, result_path))
+        return self._record(name, run_timed(cmd, OFFLINE_ENV | env, result_path, self.say, name))
 
     def dask(self, workers: int, n: int) -> Measured:
         """The baseline flow's scoring step through Prefect + Dask with local workers."""
@@ -99,7 +99,7 @@ class BenchRun:
             # each Dask worker runs its own summarizer: one llama.cpp copy per worker
             "HSS_GENERATE__WORKERS": "1" if workers > 1 else "0",
         }
-        return self._record(name, run_timed(cmd, env))
+        return self._record(name, run_timed(cmd, env, say=self.say, name=name))
 
 
 def run_bench(

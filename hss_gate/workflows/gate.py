@@ -23,7 +23,7 @@ import pandas as pd
 from hss_gate import __version__, decision_report, report
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError, ReportError, error_message
-from hss_gate.gate import Decision, compare, decide, error_decision
+from hss_gate.gate import Decision, apply_override, compare, decide, error_decision
 from hss_gate.io import write_json_atomic, write_text_atomic
 from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import ScoreResult
@@ -61,6 +61,8 @@ class GateRequest:
     out: str | None = None
     candidate_generate: dict[str, Any] = field(default_factory=dict)  # its own prompt, budget
     candidate_file: str | Path | None = None  # models/candidate.yaml: uri, generate
+    junit: str | Path | None = None  # also write the checks as JUnit XML here
+    override: tuple[str, str] | None = None  # (who, why): a human's override of a block
 
 
 def decision_context(candidate: str, production: str | None) -> dict[str, str]:
@@ -137,10 +139,16 @@ def moved_most(candidate: ScoreResult, production: ScoreResult) -> list[dict[str
 
 
 def write_decision(
-    out: Path, decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
+    out: Path,
+    decision: Decision,
+    examples: Sequence[Mapping[str, Any]] = (),
+    junit: str | Path | None = None,
 ) -> None:
-    """decision.json, decision.md and decision.html (each written atomically)."""
+    """decision.json, decision.md and decision.html (each written atomically), and the JUnit
+    XML when asked for."""
     write_json_atomic(out / "decision.json", decision.model_dump(mode="json"))
+    if junit is not None:
+        write_text_atomic(junit, decision_report.decision_junit(decision))
     write_text_atomic(out / "decision.md", decision_report.decision_markdown(decision))
     write_text_atomic(out / "decision.html", decision_report.decision_html(decision, examples))
 
@@ -220,6 +228,8 @@ def run_gate(
             decision_context(candidate, production) | {"checker": checker},
         )
         decision.notes.append(f"production summaries: {restored}")
+        if request.override:
+            decision = apply_override(decision, *request.override)
         examples = steps.compute(moved_most, cand, prod)
     except KeyboardInterrupt as exc:
         error, decision = (
@@ -230,7 +240,7 @@ def run_gate(
         error = exc
         decision = error_decision(error_message(exc), **decision_context(candidate, production))
     try:
-        steps.io(write_decision, out_dir, decision, examples)
+        steps.io(write_decision, out_dir, decision, examples, request.junit)
     except Exception as exc:  # a verdict without its report fails closed too
         error = exc
         decision = error_decision(
@@ -242,5 +252,5 @@ def run_gate(
         except Exception as again:
             raise ReportError(f"could not write the decision to {out_dir}: {again}") from again
         with contextlib.suppress(Exception):  # replace a stale verdict if the reports render
-            write_decision(out_dir, decision)
+            write_decision(out_dir, decision, (), request.junit)
     return Outcome(decision, out_dir, error)

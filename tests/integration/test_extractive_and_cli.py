@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -56,6 +57,42 @@ def test_score_cli_writes_every_output(runner, tmp_path, real_toolkit):
     assert 0 <= summary["aggregates"]["hss"]["mean"] <= 1
     assert (out / "report.md").read_text().startswith("# HSS report")
     assert (out / "edits.jsonl").exists() and (out / "summaries.jsonl").exists()
+    # no terminal here: plain progress lines instead of bars
+    assert "progress: perturb 2/2 (100%)" in result.output
+    assert "progress: summarize" in result.output
+
+
+def test_a_run_piped_through_a_pipe_shows_progress_lines(tmp_path):
+    """As `hss score ... | cat` or a CI log sees it: plain lines, not an empty screen."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hss_gate",
+            "score",
+            "-m",
+            "extractive:lead-3",
+            "--limit",
+            "1",
+            "-k",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        cwd=REPO,
+        env={**os.environ, "HSS_RUN__CACHE_DIR": str(tmp_path / "cache")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout
+    lines = [line for line in done.stdout.splitlines() if line.startswith("progress: ")]
+    assert any(line.startswith("progress: summarize") for line in lines), done.stdout
+    assert "\x1b[" not in "".join(lines)  # no terminal control codes
 
 
 @pytest.mark.parametrize(

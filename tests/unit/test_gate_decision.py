@@ -285,3 +285,49 @@ def test_served_summaries_unsupported_more_often_than_the_reference_are_unhealth
     assert monitor_verdict(None, None, [], calm) == ("healthy", [])
     with pytest.raises(InputError, match="rebuild"):
         served_rises(good, reference.drop(columns="base_low_consistency"), margins)
+
+
+def _blocked():
+    prod = _docs([0.4] * 20, unsupported=0.0)
+    return _decide(_docs([0.4] * 20, unsupported=0.2), prod)
+
+
+def test_a_recorded_override_promotes_a_block_and_keeps_what_the_gate_found():
+    from hss_gate.gate import apply_override
+
+    blocked = _blocked()
+    overridden = apply_override(blocked, "alice", "the new entities are product names, checked")
+    assert overridden.decision == "promote" and overridden.exit_code == 0
+    assert overridden.decided_by == ["override"]
+    assert overridden.override["by"] == "alice"
+    assert overridden.override["blocked_by"] == ["unsupported_entities"]
+    assert overridden.reasons[0].startswith("block overridden by alice:")
+    with pytest.raises(InputError, match="who"):
+        apply_override(blocked, "alice", " ")
+    error = error_decision("model down")
+    assert apply_override(error, "alice", "ship it").decision == "error"  # never overridden
+
+
+def test_junit_has_a_test_per_check_and_signal_and_fails_the_blocking_ones():
+    import xml.etree.ElementTree as ET
+
+    from hss_gate.decision_report import decision_junit
+    from hss_gate.gate import apply_override
+
+    check = {
+        "table": "documents",
+        "kind": "hss",
+        "name": "mean_hss",
+        "description": "mean HSS <= 0.70",
+        "success": False,
+        "observed": 0.9,
+    }
+    blocked = _blocked().model_copy(update={"checks": [check]})
+    suite = ET.fromstring(decision_junit(blocked))
+    failed = {c.get("name") for c in suite if c.find("failure") is not None}
+    assert failed == {"unsupported_entities"}  # the HSS check is advisory by default
+    assert suite.get("tests") == str(len(suite)) and suite.get("failures") == "1"
+    passed = ET.fromstring(decision_junit(apply_override(blocked, "bob", "reviewed")))
+    assert passed.get("failures") == "0" and any("override by bob" in c.get("name") for c in passed)
+    errored = ET.fromstring(decision_junit(error_decision("boom <&>", candidate="x")))
+    assert errored.get("errors") == "1"

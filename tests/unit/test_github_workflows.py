@@ -359,7 +359,16 @@ def test_gate_step_records_the_exit_code_without_failing(gate: Runner, code: int
     assert result.returncode == 0, result.stderr
     assert gate.outputs == {"exit_code": str(code)}
     args = (gate.cwd / "hss_args").read_text().split("\n")[:-1]
-    assert args == ["gate", "--candidate=gguf:smollm2", "--out", "outputs/gate", "--limit", "3"]
+    assert args == [
+        "gate",
+        "--candidate=gguf:smollm2",
+        "--out",
+        "outputs/gate",
+        "--junit",
+        "outputs/gate/junit.xml",
+        "--limit",
+        "3",
+    ]
     assert gate.summary.read_text() == f"# report {code}\n"
 
 
@@ -439,3 +448,27 @@ def test_the_hourly_schedule_runs_the_cheap_served_check(
 def test_monitor_verdict_step(monitor: Runner, code: str, expected: int):
     """Exit 1 does not fail here: the issue job fails the run after filing the issue."""
     assert monitor("Fail when the monitor could not decide", CODE=code).returncode == expected
+
+
+@pytest.mark.parametrize(
+    "labels,body,override",
+    [
+        ("", "hss-gate override: names checked", None),
+        (
+            "bug,hss-gate-override",
+            "Fixes #3\nhss-gate override: names checked by hand\n",
+            "names checked by hand",
+        ),
+        ("hss-gate-override", "no reason given", None),
+    ],
+)
+def test_an_override_needs_the_label_and_a_written_reason(gate: Runner, labels, body, override):
+    env = dict(CANDIDATE="gguf:x", LIMIT="", K="", STUB_CODE="0", LABELS=labels, PR_BODY=body)
+    result = gate("Run the promotion gate", **env, SENDER="alice")
+    assert result.returncode == 0, result.stderr
+    args = (gate.cwd / "hss_args").read_text().split("\n")[:-1]
+    if override is None:
+        assert "--override-by" not in args
+    else:
+        assert args[args.index("--override-by") + 1] == "alice"
+        assert args[args.index("--override-reason") + 1] == override
