@@ -33,6 +33,7 @@ def gate_flow(
     out: str | None = None,
     limit: int | None = None,
     k: int | None = None,
+    full: bool = False,
     overrides: dict[str, Any] | None = None,
     workers: int = 1,
     dask_address: str | None = None,
@@ -51,7 +52,7 @@ def gate_flow(
     with plain_progress(logger.info) as progress:
         outcome = run_gate(
             settings_loader(params, {"perturb__k": k, **(overrides or {})}),
-            GateRequest(candidate, production, corpus, limit, out),
+            GateRequest(candidate, production, corpus, limit, out, full=full),
             score=DaskScorer(workers, dask_address, chunk_size),
             steps=PREFECT_STEPS,
             progress=progress,
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="default: gate.out")
     parser.add_argument("--limit", type=int, default=None, help="gate on the first N documents")
     parser.add_argument("-k", type=int, default=None, help="perturbations per strength")
+    parser.add_argument("--full", action="store_true", help="no sequential stopping")
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -92,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             out=args.out,
             limit=args.limit,
             k=args.k,
+            full=args.full,
             workers=args.workers,
             dask_address=args.dask_address,
             chunk_size=args.chunk_size,

@@ -179,8 +179,10 @@ def score_subflow(
     """Run `score_flow` as a subflow on the task runner the parallelism options ask for."""
     runner = task_runner(workers, dask_address)
     chunks = n_chunks(len(docs), workers, dask_address, chunk_size)
-    scorer = score_flow.with_options(task_runner=runner) if runner is not None else score_flow
-    return scorer(uri, docs, settings, normalization, chunks=chunks, progress=progress)
+    if runner is None:  # in this process: the progress reporter can be passed along
+        return score_flow(uri, docs, settings, normalization, chunks=chunks, progress=progress)
+    # Dask pickles what its tasks get and a reporter holds a lock: the flow logs its chunks
+    return score_flow.with_options(task_runner=runner)(uri, docs, settings, normalization, chunks)
 
 
 class DaskScorer:

@@ -200,6 +200,7 @@ def gate(
     corpus: CorpusOpt = None,
     out: OutOpt = None,
     junit: Annotated[Path | None, typer.Option(help="the checks as JUnit XML too")] = None,
+    full: Annotated[bool, typer.Option(help="every document (no sequential stopping)")] = False,
     override_by: Annotated[str | None, typer.Option(help="who overrides a block")] = None,
     override_reason: Annotated[str | None, typer.Option(help="why (recorded)")] = None,
     params: ParamsOpt = DEFAULT_PARAMS,
@@ -214,7 +215,7 @@ def gate(
         (override_by or "", override_reason or "") if override_by or override_reason else None
     )
     request = GateRequest(
-        candidate, production, corpus, limit, out, own, candidate_config, junit, override
+        candidate, production, corpus, limit, out, own, candidate_config, junit, full, override
     )
     with progress_reporter(console) as progress:
         outcome = run_gate(

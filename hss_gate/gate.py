@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from hss_gate.errors import InputError
 from hss_gate.settings import GateSettings
-from hss_gate.severity import bootstrap_ci, paired_bootstrap_ci
+from hss_gate.severity import bootstrap_ci, paired_bootstrap_ci, paired_t_ci
 
 EXIT_CODES = {"promote": 0, "block": 1, "error": 2}
 
@@ -38,6 +38,10 @@ PRIORITY = (
     "hss",
     "drift",
 )
+
+# the paired signals that decide get a Student-t CI (calibrated at small n, simulated in
+# tests/unit/test_sequential.py); the others a percentile bootstrap CI
+DECIDING = ("base_consistency", "base_unsupported_share")
 
 # what a failed check of each kind means for the decision: the deciding signal's name
 CHECK_SIGNALS = {
@@ -131,9 +135,12 @@ def compare(
             continue
         a = [float(c[column]) for c, _ in pairs]
         b = [float(p[column]) for _, p in pairs]
-        diff, low, high = paired_bootstrap_ci(
-            a, b, resamples=resamples, level=confidence, seed=seed
-        )
+        if column in DECIDING:
+            diff, low, high = paired_t_ci(a, b, level=confidence)
+        else:
+            diff, low, high = paired_bootstrap_ci(
+                a, b, resamples=resamples, level=confidence, seed=seed
+            )
         signals[column] = {
             "label": label,
             "candidate": float(np.mean(a)),

@@ -50,7 +50,10 @@ def summary_flags(summary: str, source: str, policy: LengthPolicy) -> dict[str, 
     ratio = words / source_words
     return {
         "near_empty": words < policy.min_words,
-        "copies_source": ratio >= policy.copy_ratio and words >= policy.min_words,
+        # a short source cannot be shortened much: only a long one's copy is flagged
+        "copies_source": ratio >= policy.copy_ratio
+        and words >= policy.min_words
+        and source_words > 2 * policy.target_words,
         "overlong": words > policy.max_words,
         "other_language": words >= policy.min_words
         and looks_non_english(summary, min_words=min(20, policy.min_words))

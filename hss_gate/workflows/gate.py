@@ -26,9 +26,16 @@ from hss_gate.errors import InputError, ReportError, error_message
 from hss_gate.gate import Decision, apply_override, compare, decide, error_decision
 from hss_gate.io import write_json_atomic, write_text_atomic
 from hss_gate.normalization import load_normalization
-from hss_gate.pipeline import ScoreResult
+from hss_gate.pipeline import ScoreResult, merge_results
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
+from hss_gate.sequential import (
+    clearly_not_worse,
+    look_confidence,
+    look_record,
+    look_sizes,
+    stratified_order,
+)
 from hss_gate.settings import (
     GateSettings,
     HssSettings,
@@ -62,6 +69,7 @@ class GateRequest:
     candidate_generate: dict[str, Any] = field(default_factory=dict)  # its own prompt, budget
     candidate_file: str | Path | None = None  # models/candidate.yaml: uri, generate
     junit: str | Path | None = None  # also write the checks as JUnit XML here
+    full: bool = False  # every document, no sequential stopping
     override: tuple[str, str] | None = None  # (who, why): a human's override of a block
 
 
@@ -138,6 +146,23 @@ def moved_most(candidate: ScoreResult, production: ScoreResult) -> list[dict[str
     )
 
 
+def look_verdict(
+    comparison: Mapping[str, Any],
+    checks: Sequence[Mapping[str, Any]],
+    gate: GateSettings,
+    last: bool,
+) -> str:
+    """ "block" (significantly worse at this look's level), "promote" (clearly not worse, or the
+    corpus ran out unsettled), or "continue"."""
+    if decide(comparison, checks, gate).decision == "block":
+        return "block"
+    advisory = () if gate.hss_blocks else ("hss",)
+    margins = (gate.consistency_margin, gate.unsupported_margin)
+    if last or clearly_not_worse(comparison["signals"], checks, *margins, advisory):
+        return "promote"
+    return "continue"
+
+
 def write_decision(
     out: Path,
     decision: Decision,
@@ -191,26 +216,42 @@ def run_gate(
         for _, uri, role_settings in roles:  # fail fast on a bad URI before any scoring
             steps.compute(check_model, uri, role_settings, score.toolkit(settings).embedder)
         embedder = score.toolkit(settings).embedder
+        metas: dict[str, dict[str, Any]] = {}
         stored = Path(settings.run.baseline_dir) / "reference"
         restored = steps.io(restore_summaries, stored, production, docs, settings, embedder)
         say(f"production: {restored}")
-        runs: dict[str, ScoreResult] = {}
-        for role, uri, role_settings in roles:
-            say(f"{role} {redacted_uri(uri)}")
-            result, meta = score(uri, docs, role_settings, norm, progress)
-            steps.io(report.write_outputs, out_dir / role, result, meta)
-            runs[role] = result
-            checker = meta.get("checker", "")
-        cand, prod = runs["candidate"], runs["production"]
-        comparison = steps.compute(compare_runs, cand, prod, settings.score, settings.perturb.seed)
-        checks = steps.compute(
-            run_gate_checks,
-            steps.compute(gate_tables, cand, comparison),
-            settings.gate,
-            docs,
-            len(settings.perturb.strengths) * settings.perturb.k,
-            out_dir / "data_docs",
-        )
+        order = stratified_order(docs, lambda d: d.category)
+        plan = look_sizes(len(order), len({d.category for d in docs}), request.full)
+        level = look_confidence(settings.score.confidence, len(plan))
+        at_level = settings.score.model_copy(update={"confidence": level})
+        parts: dict[str, list[ScoreResult]] = {"candidate": [], "production": []}
+        looks: list[dict[str, Any]] = []
+        for i, n in enumerate(plan):
+            batch = order[(plan[i - 1] if i else 0) : n]
+            say(f"look {i + 1} of {len(plan)}: {n} of {len(order)} documents")
+            for role, uri, role_settings in roles:
+                say(f"{role} {redacted_uri(uri)}")
+                result, meta = score(uri, batch, role_settings, norm, progress)
+                parts[role].append(result)
+                metas[role] = meta
+            cand, prod = (merge_results(parts[r], settings) for r in ("candidate", "production"))
+            seen = order[:n]
+            comparison = steps.compute(compare_runs, cand, prod, at_level, settings.perturb.seed)
+            checks = steps.compute(
+                run_gate_checks,
+                steps.compute(gate_tables, cand, comparison),
+                settings.gate,
+                seen,
+                len(settings.perturb.strengths) * settings.perturb.k,
+                out_dir / "data_docs",
+            )
+            verdict = look_verdict(comparison, checks, settings.gate, last=i == len(plan) - 1)
+            looks.append(look_record(n, level, comparison["signals"], verdict))
+            if verdict != "continue":
+                break
+        for role, result in (("candidate", cand), ("production", prod)):
+            steps.io(report.write_outputs, out_dir / role, result, metas[role] | {"documents": n})
+        checker = metas["candidate"].get("checker", "")
         drift = steps.compute(
             score_drift,
             steps.compute(score_frame, prod, settings.score.variant),
@@ -228,6 +269,17 @@ def run_gate(
             decision_context(candidate, production) | {"checker": checker},
         )
         decision.notes.append(f"production summaries: {restored}")
+        decision.metrics["sequential"] = {
+            "design": "group-sequential, Bonferroni alpha spending over the planned looks",
+            "documents_used": n,
+            "documents_available": len(order),
+            "looks": looks,
+            "stopped_early": n < len(order),
+        }
+        decision.notes.append(
+            f"decided on {n} of {len(order)} documents after {len(looks)} of {len(plan)} "
+            f"look(s) (each at {level:.2%} confidence, overall {settings.score.confidence:.0%})"
+        )
         if request.override:
             decision = apply_override(decision, *request.override)
         examples = steps.compute(moved_most, cand, prod)

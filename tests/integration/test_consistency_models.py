@@ -269,6 +269,8 @@ def test_cli_on_fakes_writes_every_column(
     weights = tmp_path / "w"
     args = [
         "factuality",
+        "--model",
+        "factcc",  # the earlier checker: trained here, with its Conv head
         "--pairs",
         str(pairs),
         "--weights",

@@ -220,7 +220,7 @@ def test_causal_prompt_without_chat_template(
     tokenizer = summarizer._tokenizer
     assert tokenizer.chat_template is None
     expected = [
-        tokenizer(settings.generate.prompt.format(document=d))["input_ids"] for d in DOCS[:2]
+        tokenizer(settings.generate.user_prompt(d))["input_ids"] for d in DOCS[:2]
     ]
     assert [_unpadded(row) for row in calls[0]] == expected
     assert expected[0][0] == BOS and expected[0][1] != BOS
@@ -280,7 +280,7 @@ def test_long_causal_prompt_keeps_instruction_and_generation_cue(
     # prompt and new tokens share the context window
     assert len(long_ids) <= n_ctx - settings.generate.max_new_tokens
     assert len(long_ids) > 0.8 * (n_ctx - settings.generate.max_new_tokens)  # not over-cut
-    prompt = settings.generate.prompt
+    prompt = settings.generate.prompt_template
     head = tokenizer(prompt.split("{document}")[0], add_special_tokens=False)["input_ids"]
     tail = tokenizer(prompt.split("{document}")[1], add_special_tokens=False)["input_ids"]
     assert long_ids[1 : 1 + len(head)] == head  # the instruction survives

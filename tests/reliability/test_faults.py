@@ -271,7 +271,7 @@ def test_concurrent_runs_share_one_cache_without_corrupting_it(server, corpus, r
     for (namespace, key), value in shared.items():
         if namespace == "summaries":
             assert value.decode("utf-8") == single[namespace, key].decode("utf-8")
-        elif namespace in ("perturbations", "mentions"):
+        elif namespace in ("perturbations", "mentions", "verdicts"):
             assert json.loads(value) == json.loads(single[namespace, key])
         else:  # embeddings: float32 vectors of the embedder's width
             assert len(value) == len(single[namespace, key]) and len(value) % 4 == 0
