@@ -219,9 +219,7 @@ def test_causal_prompt_without_chat_template(
 
     tokenizer = summarizer._tokenizer
     assert tokenizer.chat_template is None
-    expected = [
-        tokenizer(settings.generate.user_prompt(d))["input_ids"] for d in DOCS[:2]
-    ]
+    expected = [tokenizer(settings.generate.user_prompt(d))["input_ids"] for d in DOCS[:2]]
     assert [_unpadded(row) for row in calls[0]] == expected
     assert expected[0][0] == BOS and expected[0][1] != BOS
     # left padding: every row ends with the prompt's last token, pads come first
