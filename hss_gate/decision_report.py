@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hss_gate.gate import Decision
+from hss_gate.gate import CHECK_SIGNALS, Decision
 
 VERDICT = {
     "promote": "PROMOTE",
@@ -456,7 +456,9 @@ def decision_junit(decision: Decision) -> str:
         reason = next((r for r in decision.reasons if _about(r, signal)), None)
         case("hss-gate.signals", signal, reason if signal in blocking else None)
     for check in decision.checks:
-        failed = not check["success"] and (check["kind"] != "hss" or "hss" in blocking)
+        failed = not check["success"] and check["kind"] in {
+            k for k, signal in CHECK_SIGNALS.items() if signal in blocking
+        }
         message = f"{check['description']} (observed {_num(check['observed'])})"
         case(f"hss-gate.checks.{check['kind']}", check["name"], message if failed else None)
     if decision.override:

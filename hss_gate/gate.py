@@ -213,8 +213,8 @@ def decide(
                 f"{check['kind']} check failed on {check['table']}: {check['description']} "
                 f"(observed {observed})"
             )
-        if check["kind"] == "hss" and not gate.hss_blocks:
-            notes.append(f"advisory (gate.hss_blocks is off): {reason}")
+        if check["kind"] in gate.advisory_kinds():
+            notes.append(f"advisory (reported, not blocking): {reason}")
         else:
             blocking.append((signal, reason))
 
@@ -224,7 +224,7 @@ def decide(
             (
                 "consistency",
                 "the summaries' factual consistency fell beyond the margin "
-                f"{gate.consistency_margin}: {_fmt_diff(consistency)}, paired bootstrap {level} "
+                f"{gate.consistency_margin}: {_fmt_diff(consistency)}, paired Student-t {level} "
                 f"CI over {n} documents",
             )
         )
@@ -247,7 +247,7 @@ def decide(
         if gate.hss_blocks:
             blocking.append(("hss", reason))
         else:
-            notes.append(f"advisory (gate.hss_blocks is off): {reason}")
+            notes.append(f"advisory (reported, not blocking): {reason}")
     if drift and drift.get("drifted"):
         message = "score distributions drifted from production: " + ", ".join(
             drift.get("drifted_columns", [])

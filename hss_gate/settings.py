@@ -196,6 +196,18 @@ class GateSettings(BaseModel):
     hss_blocks: bool = Field(
         False, description="HSS rises and HSS checks block too (default: reported beside the facts)"
     )
+    form_blocks: bool = Field(
+        False, description="form checks (summaries cut mid-sentence) block too (default: reported)"
+    )
+
+    def advisory_kinds(self) -> tuple[str, ...]:
+        """The check kinds that are reported but do not block."""
+        return tuple(
+            kind
+            for kind, blocks in (("hss", self.hss_blocks), ("output", self.form_blocks))
+            if not blocks
+        )
+
     block_on_drift: bool = Field(False, description="drift of score distributions blocks too")
 
 

@@ -82,3 +82,20 @@ def test_false_blocks_stay_under_alpha_even_at_the_margin():
 def test_a_clearly_worse_candidate_is_blocked_early():
     blocked, used = _rates(-0.2, sims=60)
     assert blocked >= 0.95 and used <= 16
+
+
+def test_an_absolute_share_blocks_only_at_the_last_look_and_form_is_advisory():
+    same = _docs([0.9] * 12, [0.0] * 12)
+    comparison = compare(same, same, resamples=200, confidence=0.9875)
+
+    def check(kind, name):
+        return {"table": "documents", "kind": kind, "name": name, "description": name}
+
+    facts = check("facts", "low_consistency_share") | {"success": False, "observed": 0.6}
+    assert look_verdict(comparison, [facts], GATE, last=False) == "continue"
+    assert look_verdict(comparison, [facts], GATE, last=True) == "block"
+    empty = check("summarizes", "near_empty_share") | {"success": False, "observed": 1.0}
+    assert look_verdict(comparison, [empty], GATE, last=False) == "block"
+    cut = check("output", "truncated_share") | {"success": False, "observed": 0.7}
+    assert look_verdict(comparison, [cut], GATE, last=False) == "promote"
+    assert look_verdict(comparison, [cut], GateSettings(form_blocks=True), last=True) == "block"
