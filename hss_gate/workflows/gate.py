@@ -153,11 +153,14 @@ def look_verdict(
     last: bool,
 ) -> str:
     """ "block" (significantly worse at this look's level), "promote" (clearly not worse, or the
-    corpus ran out unsettled), or "continue"."""
-    if decide(comparison, checks, gate).decision == "block":
+    corpus ran out unsettled), or "continue". Before the last look only the paired signals, the
+    data checks and the candidate not summarizing can block: an absolute share measured on a
+    few documents is too noisy to block on (it only holds back an early promotion)."""
+    early = [c for c in checks if c["kind"] in ("data", "summarizes")]
+    if decide(comparison, checks if last else early, gate).decision == "block":
         return "block"
-    advisory = () if gate.hss_blocks else ("hss",)
     margins = (gate.consistency_margin, gate.unsupported_margin)
+    advisory = gate.advisory_kinds()
     if last or clearly_not_worse(comparison["signals"], checks, *margins, advisory):
         return "promote"
     return "continue"
