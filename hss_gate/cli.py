@@ -207,6 +207,7 @@ def gate(
 ) -> None:
     """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide.
     A block overridden by a person (--override-by, --override-reason) is recorded and exits 0."""
+    from hss_gate import decision_report
     from hss_gate.runner import LocalScorer
     from hss_gate.workflows.gate import GateRequest, run_gate
 
@@ -229,7 +230,10 @@ def gate(
     if decision.decision == "error":
         console.print(f"[bold red]error:[/] {decision.reasons[0]}", highlight=False, soft_wrap=True)
     reasons = [] if decision.decision == "error" else decision.reasons
+    for line in decision_report.headline(decision):
+        _say(line)
     written = outcome.out_dir / "decision.json"
+    _say(f"report: {outcome.out_dir / 'decision.html'}")
     _finish(decision.decision, reasons, decision.exit_code, written, outcome.error)
 
 

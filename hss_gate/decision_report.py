@@ -84,6 +84,31 @@ def _check_rows(checks: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     ]
 
 
+def headline(decision: Decision) -> list[str]:
+    """The deciding numbers in a few lines (the console's summary of a decision)."""
+    m = decision.metrics
+    lines = []
+    for column, label in (
+        ("base_consistency", "consistency"),
+        ("base_unsupported_share", "unsupported entities/numbers"),
+        ("hss", "HSS (reported)"),
+    ):
+        signal = (m.get("signals") or {}).get(column)
+        if signal:
+            lines.append(
+                f"{label}: candidate {signal['candidate']:.3f} vs production "
+                f"{signal['production']:.3f}, difference {_diff(signal)}"
+            )
+    sequential = m.get("sequential")
+    if sequential:
+        lines.append(
+            f"documents used: {sequential['documents_used']} of "
+            f"{sequential['documents_available']} ({len(sequential['looks'])} look(s)); "
+            f"decided by: {', '.join(decision.decided_by)}"
+        )
+    return lines
+
+
 def decision_markdown(decision: Decision) -> str:
     """The pull-request comment."""
     m = decision.metrics

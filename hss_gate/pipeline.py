@@ -66,6 +66,20 @@ class ScoreResult:
     warnings: list[str] = field(default_factory=list)
 
 
+def perturbation_key(doc: Document, settings: HssSettings, perturb_fingerprint: str) -> str:
+    """The cache key of a document's perturbations: its text, the perturbation settings and the
+    models behind them. A document cut for the summarizer is perturbed only where the summarizer
+    reads it: the cut is part of the key of those documents (the others keep their keys)."""
+    limit = settings.generate.max_input_words
+    visible = f"|visible:{limit}" if len(doc.text.split()) > limit else ""
+    return content_key(
+        PERTURB_ALGORITHM,
+        settings.perturb.model_dump_json() + visible,
+        perturb_fingerprint,
+        doc.text,
+    )
+
+
 def make_perturbations(
     docs: Sequence[Document],
     settings: HssSettings,
@@ -77,19 +91,8 @@ def make_perturbations(
     """K perturbations per strength for every document (cached by content + settings);
     on_document receives each document's perturbations as soon as they exist."""
     p = settings.perturb
-    settings_json = p.model_dump_json()
     limit = settings.generate.max_input_words
-    # a document cut for the summarizer is perturbed only where the summarizer reads it: the
-    # cut is part of the key of those documents (the others keep their keys)
-    keys = {
-        d.doc_id: content_key(
-            PERTURB_ALGORITHM,
-            settings_json + (f"|visible:{limit}" if len(d.text.split()) > limit else ""),
-            tools.perturb_fingerprint,
-            d.text,
-        )
-        for d in docs
-    }
+    keys = {d.doc_id: perturbation_key(d, settings, tools.perturb_fingerprint) for d in docs}
     cached = cache.get_many("perturbations", keys.values())
     out: dict[str, list[Perturbation]] = {}
     advance = progress("perturb", len(docs), sum(k in cached for k in keys.values()))

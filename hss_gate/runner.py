@@ -42,6 +42,7 @@ def score_model(
         "model": uri,
         "fingerprint": summarizer.fingerprint,
         "checker": tools.checker.fingerprint,
+        "perturb_fingerprint": tools.perturb_fingerprint,
         "documents": len(docs),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "wall_time_s": round(time.perf_counter() - started, 1),

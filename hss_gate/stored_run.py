@@ -11,6 +11,7 @@ perturbation made differently, misses and is generated): seeding cannot mix summ
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ from hss_gate.cache import Cache
 from hss_gate.corpus import Document
 from hss_gate.generation import summary_key
 from hss_gate.io import read_json
-from hss_gate.perturb import Edit, apply_edits
+from hss_gate.perturb import Edit, Perturbation, apply_edits
+from hss_gate.settings import HssSettings
 
 Key = tuple[str, str, int]  # doc_id, strength ("base" for the original), index
 
@@ -33,6 +35,8 @@ class StoredRun:
     fingerprint: str
     summaries: dict[Key, str]
     edits: dict[Key, list[Edit]] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+    perturbations: dict[Key, dict] = field(default_factory=dict)  # perturbations.csv rows
 
     def texts(self, doc: Document) -> dict[Key, str]:
         """The texts this run summarized for `doc`, rebuilt from its text and the edit log."""
@@ -65,7 +69,13 @@ def load_stored_run(path: str | Path) -> StoredRun:
             edits.setdefault(key, []).append(Edit(**row))
     for group in edits.values():
         group.sort(key=lambda e: e.char_start)
-    return StoredRun(path, str(meta.get("fingerprint", "")), summaries, edits)
+    rows: dict[Key, dict] = {}
+    table = path / "perturbations.csv"
+    if table.exists():
+        with table.open(encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle):
+                rows[(row["doc_id"], row["strength"], int(row["index"]))] = row
+    return StoredRun(path, str(meta.get("fingerprint", "")), summaries, edits, meta, rows)
 
 
 def seed_summaries(run: StoredRun, docs: Sequence[Document], fingerprint: str, cache: Cache) -> int:
@@ -79,4 +89,55 @@ def seed_summaries(run: StoredRun, docs: Sequence[Document], fingerprint: str, c
         for key, text in run.texts(doc).items()
     }
     cache.put_many("summaries", items)
+    return len(items)
+
+
+def seed_perturbations(
+    run: StoredRun,
+    docs: Sequence[Document],
+    settings: HssSettings,
+    perturb_fingerprint: str,
+    cache: Cache,
+) -> int:
+    """Put the run's perturbations of `docs` into the cache when they were made with these
+    perturbation settings and models (so the search is not repeated); returns how many
+    documents. The key holds each document's text, so a changed document misses."""
+    from hss_gate.pipeline import perturbation_key
+
+    stored = run.meta.get("settings", {})
+    same = (
+        run.meta.get("perturb_fingerprint") == perturb_fingerprint
+        and stored.get("perturb") == settings.perturb.model_dump(mode="json")
+        and stored.get("generate", {}).get("max_input_words") == settings.generate.max_input_words
+    )
+    if not same:
+        return 0
+    items = {}
+    for doc in docs:
+        made = []
+        for strength, (low, high) in settings.perturb.strengths.items():
+            for k in range(settings.perturb.k):
+                row = run.perturbations.get((doc.doc_id, strength, k))
+                if row is None:
+                    break
+                edits = run.edits.get((doc.doc_id, strength, k), [])
+                if not all(doc.text[e.char_start :].startswith(e.original) for e in edits):
+                    break
+                made.append(
+                    Perturbation(
+                        doc.doc_id,
+                        strength,
+                        k,
+                        apply_edits(doc.text, edits),
+                        int(row["n_words"]),
+                        (low, high),
+                        list(edits),
+                        row["reached"] == "True",
+                        row.get("note") or "",
+                    ).to_dict()
+                )
+        if len(made) == len(settings.perturb.strengths) * settings.perturb.k:
+            key = perturbation_key(doc, settings, perturb_fingerprint)
+            items[key] = json.dumps(made).encode()
+    cache.put_many("perturbations", items)
     return len(items)

@@ -218,10 +218,10 @@ def run_gate(
         roles = (("candidate", candidate, own), ("production", production, settings))
         for _, uri, role_settings in roles:  # fail fast on a bad URI before any scoring
             steps.compute(check_model, uri, role_settings, score.toolkit(settings).embedder)
-        embedder = score.toolkit(settings).embedder
         metas: dict[str, dict[str, Any]] = {}
         stored = Path(settings.run.baseline_dir) / "reference"
-        restored = steps.io(restore_summaries, stored, production, docs, settings, embedder)
+        tools = score.toolkit(settings)
+        restored = steps.io(restore_summaries, stored, production, docs, settings, tools)
         say(f"production: {restored}")
         order = stratified_order(docs, lambda d: d.category)
         plan = look_sizes(len(order), len({d.category for d in docs}), request.full)

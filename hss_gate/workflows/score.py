@@ -43,29 +43,34 @@ def check_model(uri: str, settings: HssSettings, embedder: Any) -> str:
 
 
 def restore_summaries(
-    run_dir: str | Path, uri: str, docs: list[Document], settings: HssSettings, embedder: Any
+    run_dir: str | Path, uri: str, docs: list[Document], settings: HssSettings, tools: Any
 ) -> str:
-    """Put a stored run's summaries (e.g. the production baseline) into the cache when the
-    summarizer's fingerprint is the stored one; returns one line saying what happened."""
+    """Put a stored run's perturbations and summaries (e.g. the production baseline) into the
+    cache when they were made with the same settings and models and the summarizer's
+    fingerprint is the stored one; returns one line saying what happened."""
     from hss_gate.cache import Cache
-    from hss_gate.stored_run import load_stored_run, seed_summaries
+    from hss_gate.stored_run import load_stored_run, seed_perturbations, seed_summaries
 
     run_dir = Path(run_dir)
     if not (run_dir / "summaries.jsonl").exists():
         return f"no stored summaries in {run_dir}: every summary is generated"
     stored = load_stored_run(run_dir)
-    fingerprint = check_model(uri, settings, embedder)
-    if stored.fingerprint != fingerprint:
-        return (
-            f"{run_dir} was written by {stored.fingerprint}, this run is {fingerprint} "
-            "(weights, engine, threads or generation settings differ): summaries regenerated"
-        )
+    fingerprint = check_model(uri, settings, tools.embedder)
     cache = Cache(settings.run.cache_dir)
     try:
+        perturbed = seed_perturbations(stored, docs, settings, tools.perturb_fingerprint, cache)
+        if stored.fingerprint != fingerprint:
+            return (
+                f"{run_dir} was written by {stored.fingerprint}, this run is {fingerprint} "
+                "(weights, engine, threads or generation settings differ): summaries regenerated"
+            )
         seeded = seed_summaries(stored, docs, fingerprint, cache)
     finally:
         cache.close()
-    return f"restored {seeded} summaries of {len(docs)} documents from {run_dir}"
+    return (
+        f"restored {seeded} summaries and the perturbations of {perturbed} of {len(docs)} "
+        f"documents from {run_dir}"
+    )
 
 
 @dataclass
@@ -101,8 +106,7 @@ def run_score(
     docs = steps.io(load_documents, corpus, limit)
     norm = None if reference else steps.io(load_normalization, settings.score.normalization)
     if reuse is not None:
-        embedder = score.toolkit(settings).embedder
-        say(steps.io(restore_summaries, reuse, model, docs, settings, embedder))
+        say(steps.io(restore_summaries, reuse, model, docs, settings, score.toolkit(settings)))
     result, meta = score(model, docs, settings, norm, progress)
     meta["corpus"] = str(corpus)
     if norm is not None:

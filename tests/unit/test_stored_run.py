@@ -65,3 +65,34 @@ def test_edits_rebuild_the_perturbed_text(run_dir):
     texts = stored.texts(DOC)
     assert texts[("d1", "low", 0)] == apply_edits(DOC.text, stored.edits[("d1", "low", 0)])
     assert "large mat" in texts[("d1", "low", 0)]
+
+
+def test_perturbations_are_restored_only_for_the_same_settings_and_models(run_dir, tmp_path):
+    import json
+
+    from hss_gate.pipeline import perturbation_key
+    from hss_gate.settings import HssSettings, PerturbSettings
+    from hss_gate.stored_run import seed_perturbations
+
+    settings = HssSettings(perturb=PerturbSettings(strengths={"low": (0.02, 0.5)}, k=1))
+    write_json_atomic(
+        run_dir / "summary.json",
+        {
+            "fingerprint": "fp-1",
+            "perturb_fingerprint": "tools-1",
+            "settings": settings.model_dump(mode="json"),
+        },
+    )
+    (run_dir / "perturbations.csv").write_text(
+        "doc_id,strength,index,n_words,reached,note\nd1,low,0,8,True,\n", encoding="utf-8"
+    )
+    stored = load_stored_run(run_dir)
+    cache = Cache(tmp_path / "cache")
+    assert seed_perturbations(stored, [DOC], settings, "tools-2", cache) == 0  # other models
+    other = settings.model_copy(update={"perturb": PerturbSettings(tau=0.8)})
+    assert seed_perturbations(stored, [DOC], other, "tools-1", cache) == 0  # other settings
+    assert seed_perturbations(stored, [DOC], settings, "tools-1", cache) == 1
+    key = perturbation_key(DOC, settings, "tools-1")
+    made = json.loads(cache.get_many("perturbations", [key])[key])
+    assert made[0]["text"] == "The cat sat on the large mat today."
+    assert made[0]["edits"][0]["replacement"] == "large" and made[0]["n_words"] == 8
