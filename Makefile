@@ -7,6 +7,7 @@ VENV := .venv/bin
 MODEL ?= gguf:qwen2.5-coder-0.5b-instruct
 CANDIDATE ?= gguf:smollm2-135m-instruct
 OUT ?= outputs/score
+QUICKSTART_OUT ?= outputs/quickstart
 
 .PHONY: setup quickstart score baseline repro gate monitor experiment bench bench-quick test test-unit test-fast lint
 
@@ -15,7 +16,7 @@ setup:
 
 quickstart: setup  # the main job: a small candidate gated against the restored production baseline
 	@# exit 1 is a decision (blocked), not a failure of the quickstart; 2 (error) fails it
-	$(VENV)/hss gate --candidate $(CANDIDATE) --out outputs/quickstart || [ $$? -eq 1 ]
+	$(VENV)/hss gate --candidate $(CANDIDATE) --out $(QUICKSTART_OUT) || [ $$? -eq 1 ]
 
 score:
 	$(VENV)/hss score --model $(MODEL) --out $(OUT)

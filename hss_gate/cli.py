@@ -377,14 +377,16 @@ def bench(
     out: OutOpt = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="summarizer to time")] = None,
     documents: Annotated[int | None, typer.Option(help="first N documents")] = None,
+    quickstart: Annotated[bool, typer.Option(help="time `make quickstart` too")] = True,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
-    """Time the pipeline against the generation floor, a naive pipeline and a warm rerun."""
+    """Time the pipeline against the generation floor, a naive pipeline, a warm rerun, a cold
+    gate and the quickstart."""
     from hss_gate.research.bench import plan_for
     from hss_gate.research.bench_run import markdown, run_bench
 
     out_dir = Path(out or _settings(params).run.bench_out)
-    result = run_bench(plan_for(quick, model, documents), params, out_dir, say=_say)
+    result = run_bench(plan_for(quick, model, documents, quickstart), params, out_dir, say=_say)
     _say(markdown(result))
     console.print(f"wrote {out_dir}/bench.json, bench.md and figures/")
 

@@ -33,8 +33,10 @@ def score_model(
     summarizer = load_summarizer(uri, settings, tools.embedder)
     cache = Cache(settings.run.cache_dir)
     started = time.perf_counter()
+    cached_before = cache.count("summaries")
     try:
         result = score_documents(docs, summarizer, settings, tools, cache, normalization, progress)
+        generated = cache.count("summaries") - cached_before
     finally:
         cache.close()
     meta = {
@@ -44,6 +46,7 @@ def score_model(
         "checker": tools.checker.fingerprint,
         "perturb_fingerprint": tools.perturb_fingerprint,
         "documents": len(docs),
+        "summaries_generated": generated,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "wall_time_s": round(time.perf_counter() - started, 1),
         "normalization": None

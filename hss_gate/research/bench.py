@@ -10,7 +10,10 @@ outside and with its peak memory from the kernel (wait4):
   regenerated for every perturbation, no cache, every stage loading its own models;
 - scaling: cold runs over more documents and over more perturbations per strength (K);
 - dask: the flows' Dask route with 1 and 2 local workers;
-- shap: SHAP at our budget against shap's default budget for the same explainer.
+- shap: SHAP at our budget against shap's default budget for the same explainer;
+- gate_cold: `hss gate` on an empty cache, production restored from the versioned baseline,
+  with sequential stopping (and, in the full plan, with `--full` too), for each candidate;
+- quickstart: the README's `make quickstart` after setup (`make -o setup quickstart`).
 
 `python -m hss_gate.research.bench STAGE CONFIG.json RESULT.json` runs one in-process stage.
 """
@@ -46,16 +49,30 @@ class BenchPlan:
     other_models: list[str] = field(default_factory=list)  # floor only, for the gate estimate
     shap_words: int = 80
     dask: bool = True
+    gate_candidates: list[str] = field(default_factory=lambda: [QUICK_MODEL])
+    gate_documents: int = 0  # the gate's corpus: the whole reference corpus (0) or first N
+    gate_full: bool = False  # also every document, without sequential stopping
+    quickstart: bool = True
 
 
 QUICK = BenchPlan(
     documents=2, sample=1, scale_documents=[1], scale_k=[2], shap_words=50, dask=False
 )
-FULL = BenchPlan(other_models=["gguf:qwen2.5-coder-0.5b-instruct"])
+FULL = BenchPlan(
+    other_models=["gguf:qwen2.5-coder-0.5b-instruct"],
+    gate_candidates=[QUICK_MODEL, "gguf:gemma3-270m"],
+    gate_full=True,
+)
 
 
-def plan_for(quick: bool, model: str | None = None, documents: int | None = None) -> BenchPlan:
-    """The quick or full plan, for another model or number of documents if given."""
+def plan_for(
+    quick: bool,
+    model: str | None = None,
+    documents: int | None = None,
+    quickstart: bool = True,
+) -> BenchPlan:
+    """The quick or full plan, for another model or number of documents if given (the gate
+    then runs that model on those documents)."""
     from dataclasses import replace
 
     from hss_gate.errors import InputError
@@ -67,6 +84,9 @@ def plan_for(quick: bool, model: str | None = None, documents: int | None = None
         plan,
         model=model or plan.model,
         documents=plan.documents if documents is None else documents,
+        gate_candidates=[model] if model else plan.gate_candidates,
+        gate_documents=plan.gate_documents if documents is None else documents,
+        quickstart=quickstart,
     )
 
 
@@ -146,9 +166,12 @@ def run_timed(
     result: Path | None = None,
     say: Callable[[str], None] = lambda line: None,
     name: str = "step",
+    cwd: Path | None = None,
+    exit_codes: tuple[int, ...] = (0,),
 ) -> Measured:
     """Run a command; its wall time, peak RSS (kernel accounting) and JSON result file. The
-    command's own progress lines are passed to `say` as they come."""
+    command's own progress lines are passed to `say` as they come; an exit code outside
+    `exit_codes` fails the step."""
     import threading
 
     from hss_gate.progress import PREFIX
@@ -162,7 +185,11 @@ def run_timed(
             say(f"  {PREFIX} {name} running, {time.perf_counter() - started:.0f} s")
 
     with subprocess.Popen(
-        list(cmd), env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        list(cmd),
+        env={**os.environ, **env},
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     ) as proc:
         beat = threading.Thread(target=heartbeat, daemon=True)
         beat.start()
@@ -178,7 +205,7 @@ def run_timed(
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
-    if proc.returncode != 0:
+    if proc.returncode not in exit_codes:
         from hss_gate.errors import HssError
 
         tail = output.decode(errors="replace").strip().splitlines()[-15:]

@@ -86,6 +86,32 @@ class BenchRun:
         ]
         return self._record(name, run_timed(cmd, OFFLINE_ENV | env, result_path, self.say, name))
 
+    def gate(self, name: str, candidate: str, n: int, full: bool) -> Measured:
+        """`hss gate` as a user runs it, cold: an empty cache, so production is restored from
+        the versioned baseline and only the candidate generates."""
+        out = self.work / f"out-{name}"
+        cmd = [sys.executable, "-m", "hss_gate", "gate", "--candidate", candidate]
+        cmd += ["--corpus", str(self.corpus_of(n)), "--out", str(out)]
+        cmd += ["--params", str(self.params)] + (["--full"] if full else [])
+        env = OFFLINE_ENV | {"HSS_RUN__CACHE_DIR": str(self.work / f"cache-{name}")}
+        measured = run_timed(cmd, env, say=self.say, name=name, exit_codes=(0, 1))
+        measured.result = gate_record(json.loads((out / "decision.json").read_text()))
+        return self._record(name, measured)
+
+    def quickstart(self) -> Measured | None:
+        """The README's `make quickstart` after setup, on an empty cache (None without the
+        repository's Makefile, as in an installed package)."""
+        repo = Path(__file__).resolve().parents[2]
+        if not (repo / "Makefile").exists() or shutil.which("make") is None:
+            self.say("quickstart: no Makefile beside the package: not measured")
+            return None
+        cmd = ["make", "-s", "-o", "setup", "quickstart"]
+        cmd += [f"QUICKSTART_OUT={self.work / 'out-quickstart'}"]
+        env = OFFLINE_ENV | {"HSS_RUN__CACHE_DIR": str(self.work / "cache-quickstart")}
+        return self._record(
+            "quickstart", run_timed(cmd, env, say=self.say, name="quickstart", cwd=repo)
+        )
+
     def dask(self, workers: int, n: int) -> Measured:
         """The baseline flow's scoring step through Prefect + Dask with local workers."""
         name = f"dask_{workers}_workers"
@@ -155,6 +181,14 @@ def run_bench(
     shap = run.stage(
         "shap", "shap", {"corpus": str(run.corpus_of(1)), "shap_words": plan.shap_words}, {}
     )
+    gates: dict[str, dict[str, Any]] = {}
+    for i, candidate in enumerate(plan.gate_candidates):
+        for full in (False, True) if plan.gate_full else (False,):
+            name = f"gate_cold_{i}" + ("_full" if full else "")
+            measured = run.gate(name, candidate, plan.gate_documents, full)
+            record = measured.result | {"seconds": measured.seconds}
+            gates.setdefault(candidate, {})["full" if full else "sequential"] = record
+    quickstart = run.quickstart() if plan.quickstart else None
 
     times = {
         "cold_s": cold.seconds,
@@ -208,12 +242,32 @@ def run_bench(
         "shap": shap.result | {"words": plan.shap_words},
         "naive_hss": naive.result["hss"],
         "gate_estimate": gate_estimate(cold, n_main, others, n_sample),
+        "gate_cold_s": gates[plan.gate_candidates[0]]["sequential"]["seconds"] if gates else None,
+        "gate_cold": gates,
+        "quickstart_s": None if quickstart is None else quickstart.seconds,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(bench, indent=2, default=float) + "\n")
     write_figures(bench, out / "figures")
     (out / "bench.md").write_text(markdown(bench))
     return bench
+
+
+def gate_record(decision: dict[str, Any]) -> dict[str, Any]:
+    """What a timed gate decided, on how many documents, and what it generated."""
+    sequential = decision["metrics"].get("sequential", {})
+    production = decision["metrics"].get("production", {})
+    return {
+        "candidate": decision.get("candidate"),
+        "decision": decision["decision"],
+        "decided_by": decision.get("decided_by", []),
+        "documents_used": sequential.get("documents_used"),
+        "documents_available": sequential.get("documents_available"),
+        "looks": len(sequential.get("looks", [])),
+        "production_restored": production.get("restored"),
+        "production_summaries_generated": production.get("summaries_generated"),
+        "candidate_summaries_generated": production.get("candidate_summaries_generated"),
+    }
 
 
 def gate_estimate(
@@ -295,6 +349,21 @@ def markdown(bench: dict[str, Any]) -> str:
         lines.append(
             f"| gate with {1 + len(gate['other_models_floor_s'])} models, {gate['documents']} "
             f"documents (estimate) | {gate['estimated_s']:.0f} s | <= {gate['target_s']} s "
+            f"| {'yes' if met else 'no'} |"
+        )
+    for candidate, runs in bench.get("gate_cold", {}).items():
+        target = 600 if "135m" in candidate else 1200
+        for kind, run in runs.items():
+            lines.append(
+                f"| cold gate, {candidate}, {kind}: {run['decision']} on "
+                f"{run['documents_used']} of {run['documents_available']} documents "
+                f"| {run['seconds']:.0f} s | <= {target} s | "
+                f"{'yes' if run['seconds'] <= target else 'no'} |"
+            )
+    if bench.get("quickstart_s") is not None:
+        met = bench["quickstart_s"] <= 300
+        lines.append(
+            f"| make quickstart after setup | {bench['quickstart_s']:.0f} s | <= 300 s "
             f"| {'yes' if met else 'no'} |"
         )
     lines += ["", "| step | seconds | peak MiB |", "|---|---|---|"]

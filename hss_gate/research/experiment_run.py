@@ -273,7 +273,9 @@ def explained_perturbations(perturbations: Sequence[Any], n: int) -> list[Any]:
     return sorted(perturbations, key=lambda p: p.index)[:n]
 
 
-def attribution_hook(settings: HssSettings, tools: Any, cache: Any) -> Comparators:
+def attribution_hook(
+    settings: HssSettings, tools: Any, cache: Any, progress: Progress = no_progress
+) -> Comparators:
     """SHAP / LIME / attention instability of each model's base summary under the document's
     perturbations (rank instability = 1 - Spearman of aligned word attributions; see
     docs/ATTRIBUTION.md). Models without token probabilities get no columns."""
@@ -298,6 +300,7 @@ def attribution_hook(settings: HssSettings, tools: Any, cache: Any) -> Comparato
             return pd.DataFrame({"doc_id": [d.doc_id for d in docs]})
         perturbed = make_perturbations(docs, settings, tools, cache)
         rows = []
+        advance = progress(f"attribution {uri}", len(docs), 0)
         for doc in docs:
             chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
             texts = [p.text for p in chosen]
@@ -310,6 +313,7 @@ def attribution_hook(settings: HssSettings, tools: Any, cache: Any) -> Comparato
                 | {f"{m}_seconds": r.seconds for m, r in explained.items()}
                 | {ATTRIBUTION_WORDS: shap.words if shap is not None else None}
             )
+            advance(1)
         return pd.DataFrame(rows)
 
     return columns
@@ -372,7 +376,7 @@ def run_and_report(
         score=functools.partial(score_model, tools=tools),
         embed=tools.embedder.encode,
         comparators=factuality_hook(settings),
-        attribution=attribution_hook(settings, tools, Cache(settings.run.cache_dir)),
+        attribution=attribution_hook(settings, tools, Cache(settings.run.cache_dir), progress),
         errors=errors,
         model_names=names,
         progress=progress,

@@ -229,6 +229,7 @@ def run_gate(
         at_level = settings.score.model_copy(update={"confidence": level})
         parts: dict[str, list[ScoreResult]] = {"candidate": [], "production": []}
         looks: list[dict[str, Any]] = []
+        generated = {"candidate": 0, "production": 0}
         for i, n in enumerate(plan):
             batch = order[(plan[i - 1] if i else 0) : n]
             say(f"look {i + 1} of {len(plan)}: {n} of {len(order)} documents")
@@ -237,6 +238,7 @@ def run_gate(
                 result, meta = score(uri, batch, role_settings, norm, progress)
                 parts[role].append(result)
                 metas[role] = meta
+                generated[role] += meta.get("summaries_generated", 0)
             cand, prod = (merge_results(parts[r], settings) for r in ("candidate", "production"))
             seen = order[:n]
             comparison = steps.compute(compare_runs, cand, prod, at_level, settings.perturb.seed)
@@ -272,6 +274,11 @@ def run_gate(
             decision_context(candidate, production) | {"checker": checker},
         )
         decision.notes.append(f"production summaries: {restored}")
+        decision.metrics["production"] = {
+            "restored": restored,
+            "summaries_generated": generated["production"],
+            "candidate_summaries_generated": generated["candidate"],
+        }
         decision.metrics["sequential"] = {
             "design": "group-sequential, Bonferroni alpha spending over the planned looks",
             "documents_used": n,

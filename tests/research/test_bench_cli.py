@@ -26,6 +26,7 @@ def test_bench_writes_the_ratios_the_issue_names(tmp_path):
             "1",
             "--model",
             "extractive:lead-3",
+            "--no-quickstart",
             "--out",
             str(out),
         ],
@@ -57,3 +58,8 @@ def test_bench_writes_the_ratios_the_issue_names(tmp_path):
     assert not (out / "figures" / "cost_vs_documents.png").exists()
     assert (out / "figures" / "cost_vs_k.png").read_bytes()[:4] == b"\x89PNG"
     assert "| floor_ratio |" in (out / "bench.md").read_text()
+    # the cold gate: lead-3 against the restored production on the same document
+    gate = bench["gate_cold"]["extractive:lead-3"]["sequential"]
+    assert bench["gate_cold_s"] == gate["seconds"] > 0
+    assert gate["decision"] in ("promote", "block") and gate["documents_used"] == 1
+    assert bench["quickstart_s"] is None and "quickstart" not in bench["steps_s"]
