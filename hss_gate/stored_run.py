@@ -141,3 +141,17 @@ def seed_perturbations(
             items[key] = json.dumps(made).encode()
     cache.put_many("perturbations", items)
     return len(items)
+
+
+FINGERPRINT_PARTS = ("backend", "weights", "engine build", "threads")
+
+
+def fingerprint_difference(stored: str, current: str) -> str:
+    """What differs between two summarizer fingerprints, in words (e.g. the engine build: the
+    stored `...avx2...` against this machine's `...avx512...`)."""
+    old, new = stored.split(":"), current.split(":")
+    for i, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            part = FINGERPRINT_PARTS[i] if i < len(FINGERPRINT_PARTS) else "generation settings"
+            return f"different {part}: stored {a}, this run {b}"
+    return f"fingerprints differ: stored {stored}, this run {current}"

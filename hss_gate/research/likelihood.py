@@ -362,7 +362,7 @@ class GgufLikelihoodScorer:
         fingerprint: str | None = None,
         prompt_style: str = "chat",
     ) -> None:
-        from hss_gate.summarizers.gguf import resolve_gguf_model
+        from hss_gate.summarizers.gguf import engine_build, resolve_gguf_model
 
         self.settings = settings
         self.parallel = parallel
@@ -370,7 +370,7 @@ class GgufLikelihoodScorer:
         self.prompt_style = prompt_style
         if server is None:
             self.path, digest, self.prompt_style = resolve_gguf_model(name_or_path, models_dir)
-            base = f"gguf:{digest[:16]}:{self.engine}:t{self.threads}:{self.prompt_style}"
+            base = f"gguf:{digest[:16]}:{engine_build()}:t{self.threads}:{self.prompt_style}"
         else:
             self.path = name_or_path
             base = fingerprint or f"gguf:{name_or_path}"

@@ -12,6 +12,7 @@ The style and its template are part of the fingerprint, so cached summaries neve
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -57,15 +58,38 @@ def completion_key(settings: GenerateSettings) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def cpu_features(system_info: str) -> list[str]:
+    """The CPU features a llama.cpp build's kernels use, from its system info line
+    ("CPU : SSE3 = 1 | AVX2 = 1 | ... |")."""
+    return [
+        part.split("=")[0].split(":")[-1].strip().lower()
+        for part in system_info.split("|")
+        if part.replace(" ", "").endswith("=1")
+    ]
+
+
+@functools.cache
+def engine_build() -> str:
+    """The engine that computes the summaries: the xllamacpp release and the CPU features its
+    kernels were built for, e.g. `llama.cpp/xllamacpp-2026.10.11549/sse3+...+avx2+fma+...`.
+
+    The wheel is one build per platform (x86_64: AVX2, FMA, F16C; no variant chosen at run
+    time), so the same release computes the same greedy summaries on every CPU that runs it,
+    whatever else that CPU has (AVX-512 included). A source build with native flags or another
+    release is a different engine: its fingerprint differs and a stored baseline is regenerated,
+    never silently reused."""
+    import xllamacpp
+
+    features = "+".join(cpu_features(xllamacpp.get_system_info()))
+    return f"{GgufSummarizer.engine}-{xllamacpp.__version__}/{features}"
+
+
 def gguf_fingerprint(
     digest: str, threads: int, settings: GenerateSettings, prompt_style: PromptStyle = "chat"
 ) -> str:
-    """Cache identity of a GGUF summarizer: weights, engine, threads, prompt and settings.
-
-    Chat-style strings are unchanged from before prompt styles existed (existing caches
-    stay valid); completion style appends its own marker and key.
-    """
-    head = f"gguf:{digest[:16]}:{GgufSummarizer.engine}:t{threads}"
+    """Cache identity of a GGUF summarizer: weights, engine build (release and CPU features),
+    threads, prompt and settings. Completion style appends its own marker and key."""
+    head = f"gguf:{digest[:16]}:{engine_build()}:t{threads}"
     if prompt_style == "chat":
         return f"{head}:{generation_key(settings)}"
     if prompt_style == "completion":

@@ -49,7 +49,12 @@ def restore_summaries(
     cache when they were made with the same settings and models and the summarizer's
     fingerprint is the stored one; returns one line saying what happened."""
     from hss_gate.cache import Cache
-    from hss_gate.stored_run import load_stored_run, seed_perturbations, seed_summaries
+    from hss_gate.stored_run import (
+        fingerprint_difference,
+        load_stored_run,
+        seed_perturbations,
+        seed_summaries,
+    )
 
     run_dir = Path(run_dir)
     if not (run_dir / "summaries.jsonl").exists():
@@ -61,8 +66,9 @@ def restore_summaries(
         perturbed = seed_perturbations(stored, docs, settings, tools.perturb_fingerprint, cache)
         if stored.fingerprint != fingerprint:
             return (
-                f"{run_dir} was written by {stored.fingerprint}, this run is {fingerprint} "
-                "(weights, engine, threads or generation settings differ): summaries regenerated"
+                f"{run_dir} was written by another summarizer "
+                f"({fingerprint_difference(stored.fingerprint, fingerprint)}): "
+                "summaries regenerated"
             )
         seeded = seed_summaries(stored, docs, fingerprint, cache)
     finally:

@@ -190,8 +190,11 @@ PINNED_GENERATE = {
     "parallel": 1,
 }
 # the strings the summary cache and data/baseline/normalization.json were built with
-QWEN_FP = "gguf:1d9614638d18024d:llama.cpp/xllamacpp:t1:d63b1204f0a5909b"
-SMOLLM2_FP = "gguf:b179c9523d0e6a0f:llama.cpp/xllamacpp:t1:d63b1204f0a5909b"
+ENGINE = (
+    "llama.cpp/xllamacpp-2026.10.11549/sse3+ssse3+avx+avx2+f16c+fma+bmi2+llamafile+openmp+repack"
+)
+QWEN_FP = f"gguf:1d9614638d18024d:{ENGINE}:t1:d63b1204f0a5909b"
+SMOLLM2_FP = f"gguf:b179c9523d0e6a0f:{ENGINE}:t1:d63b1204f0a5909b"
 
 
 def _registry_digest(name):
@@ -215,7 +218,9 @@ def summarizer_for(monkeypatch):
     return build
 
 
-def test_chat_fingerprints_of_qwen_and_smollm2_are_unchanged(summarizer_for):
+def test_chat_fingerprints_of_qwen_and_smollm2_are_pinned(summarizer_for):
+    """The pinned wheel (requirements.lock) and settings give these fingerprints: a change
+    here invalidates the production baseline, so it must be deliberate."""
     from hss_gate.summarizers.gguf import gguf_fingerprint
 
     settings = GenerateSettings(**PINNED_GENERATE)
@@ -234,7 +239,7 @@ def test_completion_fingerprint_is_separate_and_tracks_its_template(summarizer_f
     from hss_gate.summarizers import gguf
 
     gemma = summarizer_for("gemma3")
-    head = "gguf:a5fd3b62230aa5ec:llama.cpp/xllamacpp:t1:completion:"
+    head = f"gguf:a5fd3b62230aa5ec:{ENGINE}:t1:completion:"
     assert gemma.prompt_style == "completion" and gemma.fingerprint.startswith(head)
     # the chat prompts do not reach a base model: they must not split its cache
     assert summarizer_for("gemma3", prompt="Summarize: {document}").fingerprint == (
@@ -248,6 +253,26 @@ def test_completion_fingerprint_is_separate_and_tracks_its_template(summarizer_f
     monkeypatch.undo()
     monkeypatch.setattr(gguf, "COMPLETION_STOP", ("\n",))
     assert summarizer_for("gemma3").fingerprint != gemma.fingerprint
+
+
+def test_the_engine_build_names_the_cpu_features_its_kernels_use():
+    from hss_gate.summarizers.gguf import cpu_features
+
+    info = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 0 | FMA = 1 | OPENMP = 1 | "
+    assert cpu_features(info) == ["sse3", "avx2", "fma", "openmp"]
+
+
+def test_a_restore_that_cannot_happen_says_which_part_differs():
+    from hss_gate.stored_run import fingerprint_difference
+
+    native = ENGINE.replace("avx2", "avx2+avx512")
+    line = fingerprint_difference(QWEN_FP, QWEN_FP.replace(ENGINE, native))
+    assert line.startswith("different engine build") and "avx512" in line
+    assert fingerprint_difference(QWEN_FP, QWEN_FP.replace(":t1:", ":t2:")).startswith(
+        "different threads"
+    )
+    other = QWEN_FP[:-4] + "beef"
+    assert fingerprint_difference(QWEN_FP, other).startswith("different generation settings")
 
 
 def test_unknown_prompt_style_is_refused():
