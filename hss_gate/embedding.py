@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from hss_gate import model_store
+from hss_gate.cache import Cache, content_key
 from hss_gate.errors import ModelError
 
 
@@ -33,6 +34,10 @@ class SbertEmbedder:
     def _load(self) -> Any:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            # its "Loading weights" bar is noise in logs: the run's own progress lines show it
+            transformers_logging.disable_progress_bar()
 
             if self._name == "all-minilm-l6-v2":
                 model = model_store.resolve_name(self._name)
@@ -87,3 +92,22 @@ class HashingEmbedder:
             out[row, -1] += 0.1  # so an empty text still has a direction
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1.0, norms)
+
+
+def embed_cached(
+    sentences: Sequence[str], embedder: Embedder, cache: Cache
+) -> dict[str, np.ndarray]:
+    """Embeddings of unique sentences, computed in one batch for the ones not cached."""
+    unique = list(dict.fromkeys(sentences))
+    keys = {s: content_key("embed-v1", embedder.fingerprint, s) for s in unique}
+    found = cache.get_many("embeddings", keys.values())
+    missing = [s for s in unique if keys[s] not in found]
+    if missing:
+        vectors = embedder.encode(missing)
+        new = {
+            keys[s]: np.asarray(v, dtype=np.float32).tobytes()
+            for s, v in zip(missing, vectors, strict=True)
+        }
+        cache.put_many("embeddings", new)
+        found.update(new)
+    return {s: np.frombuffer(found[keys[s]], dtype=np.float32) for s in unique}

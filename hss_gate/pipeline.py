@@ -14,7 +14,7 @@ from hss_gate.cache import Cache, content_key
 from hss_gate.consistency.checker import Checker, Verdict
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
-from hss_gate.embedding import Embedder
+from hss_gate.embedding import Embedder, embed_cached
 from hss_gate.generation import BackgroundSummaries, summary_key
 from hss_gate.language import Token, looks_non_english
 from hss_gate.normalization import Normalization
@@ -170,25 +170,6 @@ def summarize_cached(
         cache.put_many("summaries", {k: s.encode() for k, s in zip(batch, made, strict=True)})
         found.update(zip(batch, made, strict=True))
     return [found[k] for k in keys]
-
-
-def embed_cached(
-    sentences: Sequence[str], embedder: Embedder, cache: Cache
-) -> dict[str, np.ndarray]:
-    """Embeddings of unique sentences, computed in one batch for the ones not cached."""
-    unique = list(dict.fromkeys(sentences))
-    keys = {s: content_key("embed-v1", embedder.fingerprint, s) for s in unique}
-    found = cache.get_many("embeddings", keys.values())
-    missing = [s for s in unique if keys[s] not in found]
-    if missing:
-        vectors = embedder.encode(missing)
-        new = {
-            keys[s]: np.asarray(v, dtype=np.float32).tobytes()
-            for s, v in zip(missing, vectors, strict=True)
-        }
-        cache.put_many("embeddings", new)
-        found.update(new)
-    return {s: np.frombuffer(found[keys[s]], dtype=np.float32) for s in unique}
 
 
 def mentions_cached(texts: Sequence[str], tagger: Any, cache: Cache) -> list[list[str]]:

@@ -55,7 +55,7 @@ class VectorCache:
 
 def cached_encoder(embedder: Any, cache: Any) -> Encode:
     """An Encode function over an Embedder that stores vectors in the project's Cache."""
-    from hss_gate.pipeline import embed_cached
+    from hss_gate.embedding import embed_cached
 
     def encode(texts: Sequence[str]) -> np.ndarray:
         if not texts:

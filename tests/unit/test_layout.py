@@ -108,3 +108,34 @@ def test_the_readme_layout_lists_every_module():
         if path.name not in layout and path.name != "__init__.py"
     ]
     assert missing == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_two_modules_import_each_other_even_through_others():
+    """Every import points down a floor (ARCHITECTURE.md): no cycle, lazy imports included."""
+    modules = {_module_name(p): p for p in _modules(PACKAGE) if p.name != "__init__.py"}
+    graph = {
+        name: {m for _, m in _imports(path) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+    done: set[str] = set()
+
+    def cycle_from(node: str, path: list[str]) -> list[str] | None:
+        if node in path:
+            return path[path.index(node) :] + [node]
+        if node in done:
+            return None
+        for nxt in sorted(graph[node]):
+            found = cycle_from(nxt, path + [node])
+            if found:
+                return found
+        done.add(node)
+        return None
+
+    assert len(graph) > 40
+    cycles = [c for name in sorted(graph) if (c := cycle_from(name, []))]
+    assert not cycles, " -> ".join(cycles[0])
