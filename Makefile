@@ -40,7 +40,7 @@ BENCH_OUT ?= outputs/bench
 bench:  # BENCHMARKS.md: the reference corpus, ~55 min on 2 cores
 	$(VENV)/hss bench --out $(BENCH_OUT)
 
-bench-quick:  # the same measurements on 2 documents, ~10 min
+bench-quick:  # the same measurements on 2 documents, a cold gate and the quickstart: ~14 min
 	$(VENV)/hss bench --quick --out $(BENCH_OUT)-quick
 
 lint:

@@ -126,11 +126,11 @@ def test_no_two_modules_import_each_other_even_through_others():
 
     def cycle_from(node: str, path: list[str]) -> list[str] | None:
         if node in path:
-            return path[path.index(node) :] + [node]
+            return [*path[path.index(node) :], node]
         if node in done:
             return None
         for nxt in sorted(graph[node]):
-            found = cycle_from(nxt, path + [node])
+            found = cycle_from(nxt, [*path, node])
             if found:
                 return found
         done.add(node)
