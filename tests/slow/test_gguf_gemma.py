@@ -26,13 +26,13 @@ def gemma():
 
 def test_gemma_base_model_summarizes_by_completion(gemma, tmp_path):
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.gguf import GgufSummarizer
+    from hss_gate.summarizers.gguf import GgufSummarizer, engine_build
 
     settings = GenerateSettings(max_new_tokens=48, threads=1)
     summarizer = GgufSummarizer("gemma3", settings, str(tmp_path))
     assert summarizer.prompt_style == "completion"
     assert summarizer.fingerprint.startswith(
-        f"gguf:{gemma.assembled_sha256[:16]}:llama.cpp/xllamacpp:t1:completion:"
+        f"gguf:{gemma.assembled_sha256[:16]}:{engine_build()}:t1:completion:"
     )
     # assembled once into models_dir and verified
     assert summarizer.path == tmp_path / "gemma3-270m.gguf"
