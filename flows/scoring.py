@@ -161,6 +161,9 @@ def score_flow(
         documents=len(docs),
         chunks=len(parts),
         wall_time_s=round(time.perf_counter() - started, 1),
+        # each chunk counts its cache's new summaries, and concurrent chunks sharing one cache
+        # count each other's: unknown rather than wrong
+        summaries_generated=None,
     )
     return result, meta
 

@@ -19,7 +19,12 @@ import time
 from hss_gate.corpus import load_corpus
 from hss_gate.settings import load_settings
 from hss_gate.summarizers.base import chat_messages
-from hss_gate.summarizers.gguf import engine_build, resolve_gguf_model, start_server
+from hss_gate.summarizers.gguf import (
+    engine_build,
+    greedy_request,
+    resolve_gguf_model,
+    start_server,
+)
 
 
 def cpu_seconds() -> float:
@@ -42,14 +47,7 @@ def main() -> None:
     docs = load_corpus(settings.run.corpus)
 
     def ask(text: str, max_tokens: int) -> tuple[dict, float, float]:
-        request = {
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-            "top_k": 1,
-            "seed": 0,
-            "cache_prompt": False,
-            "messages": chat_messages(text, settings.generate),
-        }
+        request = greedy_request(max_tokens, messages=chat_messages(text, settings.generate))
         cpu, wall = cpu_seconds(), time.perf_counter()
         response = server.handle_chat_completions(request)
         return response, time.perf_counter() - wall, cpu_seconds() - cpu

@@ -139,6 +139,20 @@ def start_server(path: str | Path, threads: int, parallel: int, n_ctx: int) -> A
         raise ModelError(f"{path}: llama.cpp could not load the model ({exc})") from exc
 
 
+def greedy_request(max_tokens: int, **fields: Any) -> dict[str, Any]:
+    """The llama.cpp request of every summary: greedy, seeded, no prompt cache."""
+    return {
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "top_k": 1,
+        "seed": 0,
+        # a reused KV prefix changes the floating point and so greedy ties: keep runs
+        # independent of what was generated before
+        "cache_prompt": False,
+        **fields,
+    }
+
+
 class GgufSummarizer:
     """Greedy summaries from a GGUF model (llama.cpp engine): chat or plain completion.
 
@@ -192,16 +206,7 @@ class GgufSummarizer:
             self._idle.put(server)
 
     def _request(self, **fields: Any) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "max_tokens": self.settings.max_new_tokens,
-            "temperature": 0.0,
-            "top_k": 1,
-            "seed": 0,
-            # a reused KV prefix changes the floating point and so greedy ties: keep runs
-            # independent of what was generated before
-            "cache_prompt": False,
-            **fields,
-        }
+        request = greedy_request(self.settings.max_new_tokens, **fields)
         with self._copy() as server:
             if "prompt" in request:
                 response = server.handle_completions(request)

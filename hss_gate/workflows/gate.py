@@ -229,7 +229,7 @@ def run_gate(
         at_level = settings.score.model_copy(update={"confidence": level})
         parts: dict[str, list[ScoreResult]] = {"candidate": [], "production": []}
         looks: list[dict[str, Any]] = []
-        generated = {"candidate": 0, "production": 0}
+        generated: dict[str, int | None] = {"candidate": 0, "production": 0}
         for i, n in enumerate(plan):
             batch = order[(plan[i - 1] if i else 0) : n]
             say(f"look {i + 1} of {len(plan)}: {n} of {len(order)} documents")
@@ -238,7 +238,8 @@ def run_gate(
                 result, meta = score(uri, batch, role_settings, norm, progress)
                 parts[role].append(result)
                 metas[role] = meta
-                generated[role] += meta.get("summaries_generated", 0)
+                made, so_far = meta.get("summaries_generated"), generated[role]
+                generated[role] = None if made is None or so_far is None else so_far + made
             cand, prod = (merge_results(parts[r], settings) for r in ("candidate", "production"))
             seen = order[:n]
             comparison = steps.compute(compare_runs, cand, prod, at_level, settings.perturb.seed)
