@@ -294,6 +294,9 @@ class ExperimentSettings(BaseModel):
     attribution_backend: Literal["transformers", "llama.cpp"] = Field(
         "transformers", description="teacher forcing of gguf: models (likelihood.load_scorer)"
     )
+    attribution_dtype: Literal["float32", "bfloat16"] = Field(
+        "float32", description="precision of the transformers attribution scorer"
+    )
     shap_max_evals: int = Field(32, ge=8, description="model evaluations per SHAP explanation")
     lime_samples: int = Field(32, ge=8, description="model evaluations per LIME explanation")
     ablation_model: str = "gguf:smollm2-135m-instruct"

@@ -47,7 +47,7 @@ class BenchPlan:
     scale_documents: list[int] = field(default_factory=lambda: [1])  # besides sample and all
     scale_k: list[int] = field(default_factory=lambda: [2, 3])  # besides params' K
     other_models: list[str] = field(default_factory=list)  # floor only, for the gate estimate
-    shap_words: int = 80
+    shap_documents: int = 2  # whole documents explained (attribution cost and agreement)
     dask: bool = True
     gate_candidates: list[str] = field(default_factory=lambda: [QUICK_MODEL])
     gate_documents: int = 0  # the gate's corpus: the whole reference corpus (0) or first N
@@ -56,7 +56,7 @@ class BenchPlan:
 
 
 QUICK = BenchPlan(
-    documents=2, sample=1, scale_documents=[1], scale_k=[2], shap_words=50, dask=False
+    documents=2, sample=1, scale_documents=[1], scale_k=[2], shap_documents=1, dask=False
 )
 FULL = BenchPlan(
     other_models=["gguf:qwen2.5-coder-0.5b-instruct"],
@@ -125,6 +125,7 @@ def ratios(times: dict[str, float], shap: dict[str, Any]) -> dict[str, float | N
         if explained
         else None,
         "shap_spearman_vs_default": shap["spearman"] if explained else None,
+        "attribution_s_per_document": shap["seconds_per_document"] if explained else None,
     }
 
 
@@ -333,42 +334,84 @@ def naive_stage(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
-    """SHAP of one short document at our budget and at shap's default, and their agreement."""
+    """Attribution of whole documents as the experiment runs it: per document the original and
+    one perturbation per band, SHAP and LIME at the experiment's budgets (seconds, evaluations),
+    then SHAP of the original at shap's default budget and the agreement (Spearman)."""
+    from hss_gate.cache import Cache
     from hss_gate.corpus import load_corpus
     from hss_gate.errors import ModelError
-    from hss_gate.research.attribution import AttributionSettings, shap_attribution
+    from hss_gate.pipeline import make_perturbations
+    from hss_gate.research.attribution import (
+        AttributionSettings,
+        explain_document,
+        shap_attribution,
+    )
+    from hss_gate.research.experiment_run import explained_perturbations
     from hss_gate.research.instability import spearman
-    from hss_gate.research.likelihood import load_scorer
+    from hss_gate.research.likelihood import CachedScorer, load_scorer
     from hss_gate.summarizers import load_summarizer
-    from hss_gate.summarizers.base import truncate_words
+    from hss_gate.toolkit import real_toolkit
 
     settings = _stage_settings(config)
+    exp = settings.experiment
     try:
-        scorer = load_scorer(config["model"], settings, settings.experiment.attribution_backend)
+        model = load_scorer(
+            config["model"], settings, exp.attribution_backend, exp.attribution_dtype
+        )
     except ModelError as exc:  # extractive / openai: no token probabilities to explain
         return {"skipped": str(exc)}
-    doc = load_corpus(config["corpus"])[0]
-    text = truncate_words(doc.text, config["shap_words"])
-    summary = load_summarizer(config["model"], settings).summarize([text])[0]
+    docs = load_corpus(config["corpus"])[: config.get("shap_documents", 1)]
+    cache = Cache(config["cache"])
+    perturbed = make_perturbations(docs, settings, real_toolkit(settings), cache)
+    summaries = load_summarizer(config["model"], settings).summarize([d.text for d in docs])
+    scorer = CachedScorer(model, Cache(None))  # within this stage only: timings stay cold
     ours = AttributionSettings(
-        shap_max_evals=settings.experiment.shap_max_evals, seed=settings.perturb.seed
+        methods=["shap", "lime"],
+        shap_max_evals=exp.shap_max_evals,
+        lime_num_samples=exp.lime_samples,
+        max_words=settings.generate.max_input_words,
+        seed=settings.perturb.seed,
     )
-    default = AttributionSettings(
-        shap_max_evals=SHAP_DEFAULT_MAX_EVALS, shap_fixed_context=None, seed=settings.perturb.seed
+    default = ours.model_copy(
+        update={"shap_max_evals": SHAP_DEFAULT_MAX_EVALS, "shap_fixed_context": None}
     )
-    out: dict[str, Any] = {"doc_id": doc.doc_id, "words": len(text.split()), "summary": summary}
-    values = {}
-    for name, budget in (("ours", ours), ("default", default)):
-        attribution = shap_attribution(scorer, text, summary, budget)
-        values[name] = attribution.values
-        out[name] = {
-            "max_evals": budget.shap_max_evals,
-            "fixed_context": budget.shap_fixed_context,
-            "evaluations": attribution.evaluations,
-            "seconds": attribution.seconds,
-        }
-    out["spearman"] = spearman(values["ours"], values["default"])
-    return out
+    rows = []
+    for doc, summary in zip(docs, summaries, strict=True):
+        chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
+        started = time.perf_counter()
+        explained = explain_document(scorer, doc.text, summary, [p.text for p in chosen], ours)
+        seconds = time.perf_counter() - started
+        reference = shap_attribution(scorer, doc.text, summary, default)
+        rows.append(
+            {
+                "doc_id": doc.doc_id,
+                "words": len(doc.text.split()),
+                "summary_words": len(summary.split()),
+                "texts": 1 + len(chosen),
+                "seconds": round(seconds, 2),
+                "evaluations": {m: r.evaluations for m, r in explained.items()},
+                "shap_evaluations_original": explained["shap"].original.evaluations,
+                "spearman": spearman(explained["shap"].original.values, reference.values),
+                "default_evaluations": reference.evaluations,
+            }
+        )
+    return {
+        "model": config["model"],
+        "documents": rows,
+        "seconds_per_document": float(np.mean([r["seconds"] for r in rows])),
+        "spearman": float(np.mean([r["spearman"] for r in rows])),
+        "ours": {
+            "max_evals": ours.shap_max_evals,
+            "fixed_context": ours.shap_fixed_context,
+            "lime_samples": ours.lime_num_samples,
+            "evaluations": float(np.mean([r["shap_evaluations_original"] for r in rows])),
+        },
+        "default": {
+            "max_evals": default.shap_max_evals,
+            "fixed_context": None,
+            "evaluations": float(np.mean([r["default_evaluations"] for r in rows])),
+        },
+    }
 
 
 STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

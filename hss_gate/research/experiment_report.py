@@ -247,6 +247,21 @@ def localization_section(items: Sequence[Mapping[str, Any]]) -> str:
         shares = item["sentence_shares"]
         parts.append("<p><b>Summary</b> (shaded by share of the transport cost): ")
         parts.append(highlight(sentences, shares, "220,50,50") + "</p>")
+        top = int(np.argmax(shares)) if len(shares) else None
+        if top is not None:
+            parts.append(
+                f"<p>Moved most: sentence {top + 1} ({shares[top]:.0%} of the transport cost)"
+                + (
+                    f"; source words (SHAP at {item['blocks']} blocks of "
+                    f"{len(item['source_words'])} words): "
+                    + ", ".join(
+                        f"{html.escape(str(w))} (#{p}, {c:.3f})" for p, w, c in item["moved_words"]
+                    )
+                    if item.get("moved_words")
+                    else ""
+                )
+                + "</p>"
+            )
         if item.get("source_words"):
             parts.append("<p><b>Source</b> (shaded by attribution change): ")
             parts.append(highlight(item["source_words"], item["word_changes"]) + "</p>")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from hss_gate.errors import InputError
 from hss_gate.normalization import Normalization
 from hss_gate.progress import Progress, no_progress
 from hss_gate.research.experiment import (
+    attribution_table,
     correlation_table,
     extractiveness_table,
     group_table,
@@ -173,9 +175,24 @@ def localization_items(
         )
         records = words.get((row.model, row.doc_id))
         if records:
-            items[-1]["source_words"] = [r["word"] for r in records]
-            items[-1]["word_changes"] = [r["mean_abs_change"] for r in records]
+            items[-1] |= moved_words(records)
     return items
+
+
+def moved_words(records: Sequence[dict[str, Any]], k: int = 10) -> dict[str, Any]:
+    """From SHAP's per-word records: every word with its change, the k words whose share of the
+    attribution moved most (position, word, change), and the resolution reached: how many
+    contiguous blocks share one value (a budget below 2(M-1) evaluations leaves word groups)."""
+    changes = [float(r["mean_abs_change"]) for r in records]
+    values = [float(r["attribution"]) for r in records]
+    order = sorted(range(len(records)), key=lambda i: (-changes[i], i))[:k]
+    blocks = 1 + sum(1 for a, b in itertools.pairwise(values) if a != b)
+    return {
+        "source_words": [r["word"] for r in records],
+        "word_changes": changes,
+        "moved_words": [[i, records[i]["word"], changes[i]] for i in order],
+        "blocks": blocks if records else 0,
+    }
 
 
 def analysis_tables(
@@ -198,6 +215,8 @@ def analysis_tables(
         "domains": domains,
         "extractiveness": extractiveness_table(documents),
     }
+    if any(c in documents for c in ("shap_instability", "lime_instability")):
+        tables["attribution_claim"] = attribution_table(documents, resamples=resamples, seed=seed)
     if errors is not None:
         tables["handcheck"] = handcheck_table(documents, errors, model_names)
     tables["paper_vs_ours"] = paper_table(correlations, strengths, domains)
@@ -282,7 +301,7 @@ def attribution_hook(
     from hss_gate.errors import ModelError
     from hss_gate.pipeline import make_perturbations
     from hss_gate.research.attribution import AttributionSettings, explain_document
-    from hss_gate.research.likelihood import load_scorer
+    from hss_gate.research.likelihood import CachedScorer, load_scorer
 
     exp = settings.experiment
     budget = AttributionSettings(
@@ -295,9 +314,10 @@ def attribution_hook(
 
     def columns(uri: str, docs: Sequence[Document], base: dict[str, str]) -> pd.DataFrame:
         try:
-            scorer = load_scorer(uri, settings, exp.attribution_backend)
+            model = load_scorer(uri, settings, exp.attribution_backend, exp.attribution_dtype)
         except ModelError:
             return pd.DataFrame({"doc_id": [d.doc_id for d in docs]})
+        scorer = CachedScorer(model, cache)  # every evaluation stored: a rerun resumes
         perturbed = make_perturbations(docs, settings, tools, cache)
         rows = []
         advance = progress(f"attribution {uri}", len(docs), 0)

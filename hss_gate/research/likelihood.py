@@ -70,25 +70,67 @@ class OverlapScorer:
         )
 
 
+class CachedScorer:
+    """Any scorer with every evaluation stored in a Cache (namespace "loglik"), keyed by the
+    scorer's fingerprint, the summary and the document: an interrupted attribution run
+    resumes where it stopped, and a repeated one costs no model evaluation."""
+
+    namespace = "loglik"
+
+    def __init__(self, scorer: LikelihoodScorer, cache: Any) -> None:
+        self.scorer = scorer
+        self.cache = cache
+        self.fingerprint = scorer.fingerprint
+        self.hits = 0
+
+    def __getattr__(self, name: str) -> Any:  # word_attention, evaluations, ...
+        return getattr(self.scorer, name)
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        from hss_gate.cache import content_key
+
+        keys = [content_key(self.fingerprint, summary, d) for d in documents]
+        found = self.cache.get_many(self.namespace, keys)
+        todo = list(
+            dict.fromkeys(d for d, k in zip(documents, keys, strict=True) if k not in found)
+        )
+        self.hits += len(documents) - len(todo)
+        if todo:
+            values = self.scorer.loglik(todo, summary)
+            fresh = {
+                content_key(self.fingerprint, summary, d): float(v).hex()
+                for d, v in zip(todo, values, strict=True)
+            }
+            self.cache.put_many(self.namespace, {k: v.encode() for k, v in fresh.items()})
+            found.update({k: v.encode() for k, v in fresh.items()})
+        return np.array([float.fromhex(found[k].decode()) for k in keys], dtype=np.float64)
+
+
 GgufBackend = Literal["transformers", "llama.cpp"]
 
 
 def load_scorer(
-    uri: str, settings: HssSettings, gguf_backend: GgufBackend = "llama.cpp"
+    uri: str,
+    settings: HssSettings,
+    gguf_backend: GgufBackend = "llama.cpp",
+    dtype: str = "float32",
 ) -> LikelihoodScorer:
     """The teacher-forced scorer for a model URI (gguf:, hf:, fake:overlap).
 
     GGUF weights are scored by llama.cpp (forced decoding, the engine that wrote the
     summaries) or by transformers on the same weights dequantized to fp32 (one batched
     forward pass per batch: ~4x faster on CPU, log-probabilities within a few tenths of a nat).
+    `dtype` is the transformers weights' precision (float32, or bfloat16 at ~2x the speed).
     """
     scheme, _, target = uri.partition(":")
     if scheme == "gguf" and target and gguf_backend == "transformers":
-        return gguf_transformers_scorer(target, settings.generate, settings.run.models_dir)
+        return gguf_transformers_scorer(
+            target, settings.generate, settings.run.models_dir, dtype=dtype
+        )
     if scheme == "gguf" and target:
         return GgufLikelihoodScorer(target, settings.generate, settings.run.models_dir)
     if scheme == "hf" and target:
-        return HfLikelihoodScorer(target, settings.generate)
+        return HfLikelihoodScorer(target, settings.generate, dtype=dtype)
     if scheme == "fake" and target == "overlap":
         return OverlapScorer()
     raise ModelError(
@@ -124,18 +166,49 @@ def _word_of_token(starts: list[int], ends: list[int], begin: int, end: int) -> 
     return i if i >= 0 and pos < ends[i] else -1
 
 
-class HfLikelihoodScorer:
-    """Teacher forcing on a transformers checkpoint, batched (settings.batch_size)."""
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the common prefix of two id sequences."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
-    def __init__(self, source: str, settings: GenerateSettings, summarizer: Any = None) -> None:
+
+class HfLikelihoodScorer:
+    """Teacher forcing on a transformers checkpoint.
+
+    Causal models reuse the key/value cache of a recently scored prompt (`prefix_anchors`
+    kept): a masked document shares its prompt with the unmasked one up to the first masked
+    word, so only the tokens after it and the summary are computed (exact up to float
+    rounding; tested). Without a useful shared prefix, or for seq2seq models, documents are
+    scored in batches of settings.batch_size. `dtype="bfloat16"` halves the cost on CPUs with
+    bf16 instructions at ~1 nat of rounding in a 200-token summary's log-likelihood.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        settings: GenerateSettings,
+        summarizer: Any = None,
+        *,
+        dtype: str = "float32",
+        prefix_anchors: int = 4,
+    ) -> None:
         if summarizer is None:
             from hss_gate.summarizers.hf import HfSummarizer
 
             summarizer = HfSummarizer(source, settings)
         self._summarizer = summarizer
         self.settings = summarizer.settings
-        self.fingerprint = f"{summarizer.fingerprint}:loglik"
+        self.dtype = dtype
+        self.prefix_anchors = prefix_anchors
+        self._anchors: list[tuple[list[int], Any]] = []  # (prompt ids, per-layer key/values)
+        self._anchor_target: list[int] | None = None  # the summary the anchors were scored with
+        suffix = "" if dtype == "float32" else f":{dtype}"
+        self.fingerprint = f"{summarizer.fingerprint}:loglik{suffix}"
         self.evaluations = 0
+        self.tokens_computed = 0  # prompt + summary tokens actually run through the model
 
     @classmethod
     def from_summarizer(cls, summarizer: Any) -> HfLikelihoodScorer:
@@ -147,8 +220,13 @@ class HfLikelihoodScorer:
         return bool(self._summarizer.is_seq2seq)
 
     def _parts(self) -> tuple[Any, Any]:
-        self._summarizer._load()
-        return self._summarizer._model, self._summarizer._tokenizer
+        summ = self._summarizer
+        summ._load()
+        if self.dtype != "float32" and str(summ._model.dtype) != f"torch.{self.dtype}":
+            import torch
+
+            summ._model = summ._model.to(getattr(torch, self.dtype))
+        return summ._model, summ._tokenizer
 
     def _summary_ids(self, summary: str) -> list[int]:
         _, tok = self._parts()
@@ -180,6 +258,8 @@ class HfLikelihoodScorer:
         counted = np.array([t not in special for t in target], dtype=bool)
         if not documents or not counted.any():
             return out
+        if target != self._anchor_target:
+            self._anchors, self._anchor_target = [], target
         size = self.settings.batch_size
         for start in range(0, len(documents), size):
             batch = list(documents[start : start + size])
@@ -187,11 +267,43 @@ class HfLikelihoodScorer:
             with torch.no_grad():
                 if self._summarizer.is_seq2seq:
                     logp = self._seq2seq_logprobs(model, prompts, target)
+                    self.tokens_computed += sum(len(p) + len(target) for p in prompts)
+                elif self.prefix_anchors:
+                    logp = np.stack([self._reused_logprobs(model, p, target) for p in prompts])
                 else:
                     logp = self._causal_logprobs(model, prompts, target)
+                    self.tokens_computed += sum(len(p) + len(target) for p in prompts)
             out[start : start + len(batch)] = logp[:, counted].sum(axis=1)
             self.evaluations += len(batch)
         return out
+
+    def _reused_logprobs(self, model: Any, prompt: list[int], target: list[int]) -> Any:
+        """Log-probabilities of the summary tokens after one prompt, computing only the
+        tokens past its longest shared prefix with a kept prompt (whose cache is reused)."""
+        import torch
+        from transformers import DynamicCache
+
+        shared, anchor = 0, None
+        for ids, layers in self._anchors:
+            common = _common_prefix(ids, prompt)
+            if common > shared:
+                shared, anchor = common, layers
+        shared = min(shared, len(prompt) - 1)  # the last prompt token predicts the summary
+        if anchor is None or shared < len(prompt) // 4:  # nothing worth reusing: a new anchor
+            shared, anchor = 0, None
+        n = len(target)
+        ids = torch.tensor([prompt[shared:] + target])
+        cache = DynamicCache(
+            [(k[:, :, :shared], v[:, :, :shared]) for k, v in anchor] if anchor else None
+        )
+        out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=n + 1)
+        self.tokens_computed += ids.shape[1]
+        if anchor is None:
+            layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+            self._anchors = [(prompt, layers), *self._anchors][: self.prefix_anchors]
+        logp = torch.log_softmax(out.logits[:, -(n + 1) : -1, :].float(), dim=-1)
+        labels = torch.tensor([target], dtype=torch.long)
+        return logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)[0].numpy().astype(np.float64)
 
     def _pad_id(self) -> int:
         _, tok = self._parts()
@@ -306,7 +418,7 @@ class HfLikelihoodScorer:
 
 
 def gguf_transformers_scorer(
-    name_or_path: str, settings: GenerateSettings, models_dir: str
+    name_or_path: str, settings: GenerateSettings, models_dir: str, dtype: str = "float32"
 ) -> HfLikelihoodScorer:
     """Teacher forcing of a verified GGUF file with transformers (weights dequantized), with
     the prompt its GgufSummarizer uses (chat template, or the completion prompt of base models)."""
@@ -321,7 +433,7 @@ def gguf_transformers_scorer(
         completion_template=COMPLETION_PROMPT if style == "completion" else None,
         fingerprint=f"gguf:{digest[:16]}:transformers:{style}",
     )
-    return HfLikelihoodScorer(str(path), settings, summarizer)
+    return HfLikelihoodScorer(str(path), settings, summarizer, dtype=dtype)
 
 
 # --------------------------------------------------------------------------- gguf

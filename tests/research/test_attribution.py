@@ -276,6 +276,35 @@ def test_batched_loglik_equals_one_at_a_time(fixture: str, request: pytest.Fixtu
     assert batched.evaluations == 3
 
 
+def test_prefix_reuse_equals_full_forward_and_computes_fewer_tokens(causal_dir: Path) -> None:
+    """Masked documents reuse the unmasked prompt's cache up to their first masked word."""
+    _, summary = _summary(causal_dir, DOCS[0])
+    words = split_words(DOCS[0])
+    variants = [DOCS[0]] + [" ".join(words[:i] + words[i + 1 :]) for i in (1, 5, len(words) - 2)]
+    reused = load_scorer("hf:" + str(causal_dir), _settings(batch_size=1))
+    full = load_scorer("hf:" + str(causal_dir), _settings(batch_size=4))
+    full.prefix_anchors = 0
+    together = full.loglik(variants, summary)
+    alone = np.concatenate([reused.loglik([v], summary) for v in variants])
+    assert np.allclose(alone, together, atol=1e-4)
+    assert len(set(np.round(alone, 4))) == len(variants), "each masked word moves the value"
+    assert reused.tokens_computed < 0.7 * full.tokens_computed
+
+
+def test_cached_scorer_stores_every_evaluation_and_resumes(tmp_path: Path) -> None:
+    from hss_gate.cache import Cache
+    from hss_gate.research.likelihood import CachedScorer
+
+    docs = ["a b c", "a b", "b c"]
+    first = CachedScorer(OverlapScorer(), Cache(tmp_path))
+    values = first.loglik(docs[:2], "a c")
+    assert first.scorer.evaluations == 2
+    again = CachedScorer(OverlapScorer(), Cache(tmp_path))  # a new process, same cache
+    assert np.array_equal(again.loglik(docs, "a c")[:2], values)
+    assert again.scorer.evaluations == 1 and again.hits == 2  # only "b c" was computed
+    assert again.loglik(docs, "b")[0] != values[0]  # another summary is another evaluation
+
+
 def test_causal_prompt_is_the_generation_prompt(causal_dir: Path) -> None:
     """A greedy summary is the argmax at every teacher-forced step: same prompt, same tokens."""
     summarizer, summary = _summary(causal_dir, DOCS[2])

@@ -29,7 +29,12 @@ def test_ratios_divide_the_right_times():
         "cold_sample_s": 30.0,
         "warm_s": 3.0,
     }
-    shap = {"ours": {"evaluations": 32}, "default": {"evaluations": 400}, "spearman": 0.7}
+    shap = {
+        "ours": {"evaluations": 32},
+        "default": {"evaluations": 400},
+        "spearman": 0.7,
+        "seconds_per_document": 41.5,
+    }
     got = ratios(times, shap)
     assert got == {
         "floor_ratio": 1.2,
@@ -37,6 +42,7 @@ def test_ratios_divide_the_right_times():
         "warm_over_cold": 0.025,
         "shap_eval_fraction": 0.08,
         "shap_spearman_vs_default": 0.7,
+        "attribution_s_per_document": 41.5,
     }
     skipped = ratios(times, {"skipped": "extractive"})
     assert skipped["shap_eval_fraction"] is None and skipped["shap_spearman_vs_default"] is None
@@ -66,6 +72,7 @@ def test_markdown_marks_met_and_missed_targets():
         "warm_over_cold": 0.01,
         "shap_eval_fraction": None,
         "shap_spearman_vs_default": None,
+        "attribution_s_per_document": 41.5,
         "gate_estimate": {
             "other_models_floor_s": {"gguf:y": 10.0},
             "documents": 2,
@@ -79,5 +86,6 @@ def test_markdown_marks_met_and_missed_targets():
     assert "| floor_ratio | 1.100 | <= 1.15 | yes |" in text
     assert "| speedup_vs_naive | 2.000 | >= 4.0 | no |" in text
     assert "| shap_eval_fraction | not measured |" in text
+    assert "| attribution_s_per_document | 41.500 | <= 30.0 | no |" in text
     assert "| 1000 s | <= 900 s | no |" in text
     json.dumps(bench)

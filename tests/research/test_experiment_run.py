@@ -74,11 +74,17 @@ def test_run_experiment_on_fakes(settings, tmp_path):
         )
 
     def attribution(uri, docs, base):
-        words = [[{"word": w, "mean_abs_change": 0.1} for w in d.text.split()] for d in docs]
+        words = [
+            [
+                {"word": w, "mean_abs_change": 0.1 * (i == 2), "attribution": float(i < 3)}
+                for i, w in enumerate(d.text.split())
+            ]
+            for d in docs
+        ]
         return pd.DataFrame(
             {
                 "doc_id": [d.doc_id for d in docs],
-                "shap_instability": 0.5,
+                "shap_instability": [len(base[d.doc_id]) / 100 for d in docs],
                 "attribution_words": words,
             }
         )
@@ -113,7 +119,10 @@ def test_run_experiment_on_fakes(settings, tmp_path):
         "handcheck",
         "paper_vs_ours",
         "ablations",
+        "attribution_claim",
     } <= set(tables)
+    claim = tables["attribution_claim"]
+    assert list(claim["scope"]) == ["pooled"] and claim["n"].tolist() == [4]  # 2 per model: too few
     assert list(tables["ablations"]["ablation"]) == [
         "full method",
         "no normalization",
@@ -131,7 +140,9 @@ def test_run_experiment_on_fakes(settings, tmp_path):
     for item in explained:
         text = next(d.text for d in DOCS if d.doc_id == item["doc_id"])
         assert item["source_words"] == text.split()
-        assert item["word_changes"] == [0.1] * len(text.split())
+        assert item["word_changes"][2] == 0.1 and sum(item["word_changes"]) == 0.1
+        assert item["moved_words"][0] == [2, text.split()[2], 0.1]  # the word that moved most
+        assert item["blocks"] == 2  # words 0-2 share one value, the rest another
     for item in result.localization:
         assert len(item["sentences"]) == len(item["sentence_shares"])
         assert (
