@@ -291,8 +291,14 @@ class ExperimentSettings(BaseModel):
     attribution_perturbations: int = Field(
         3, ge=1, description="perturbations explained per document (one per band first)"
     )
+    lime_perturbations: int | None = Field(
+        None, ge=1, description="perturbations LIME explains (None: attribution_perturbations)"
+    )
     attribution_backend: Literal["transformers", "llama.cpp"] = Field(
         "transformers", description="teacher forcing of gguf: models (likelihood.load_scorer)"
+    )
+    attribution_methods: list[Literal["shap", "lime", "smile", "attention"]] = Field(
+        default_factory=lambda: ["shap", "lime"], description="explainers run per document"
     )
     attribution_dtype: Literal["float32", "bfloat16"] = Field(
         "float32", description="precision of the transformers attribution scorer"

@@ -305,7 +305,7 @@ def attribution_hook(
 
     exp = settings.experiment
     budget = AttributionSettings(
-        methods=["shap", "lime", "attention"],
+        methods=exp.attribution_methods,
         shap_max_evals=exp.shap_max_evals,
         lime_num_samples=exp.lime_samples,
         max_words=settings.generate.max_input_words,
@@ -324,7 +324,12 @@ def attribution_hook(
         for doc in docs:
             chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
             texts = [p.text for p in chosen]
-            explained = explain_document(scorer, doc.text, base[doc.doc_id], texts, budget)
+            explained = {}
+            for method in budget.methods:  # LIME costs a full forward per sample: fewer texts
+                n = exp.lime_perturbations if method == "lime" else None
+                explained |= explain_document(
+                    scorer, doc.text, base[doc.doc_id], texts[:n], budget, methods=[method]
+                )
             shap = explained.get("shap")
             rows.append(
                 {"doc_id": doc.doc_id}

@@ -84,6 +84,8 @@ class CachedScorer:
         self.hits = 0
 
     def __getattr__(self, name: str) -> Any:  # word_attention, evaluations, ...
+        if name == "scorer":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
         return getattr(self.scorer, name)
 
     def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
