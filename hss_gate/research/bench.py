@@ -341,12 +341,8 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     from hss_gate.corpus import load_corpus
     from hss_gate.errors import ModelError
     from hss_gate.pipeline import make_perturbations
-    from hss_gate.research.attribution import (
-        AttributionSettings,
-        explain_document,
-        shap_attribution,
-    )
-    from hss_gate.research.experiment_run import explained_perturbations
+    from hss_gate.research.attribution import explain_document, shap_attribution
+    from hss_gate.research.experiment_run import attribution_budget, explained_perturbations
     from hss_gate.research.instability import spearman
     from hss_gate.research.likelihood import CachedScorer, load_scorer
     from hss_gate.summarizers import load_summarizer
@@ -365,13 +361,7 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     perturbed = make_perturbations(docs, settings, real_toolkit(settings), cache)
     summaries = load_summarizer(config["model"], settings).summarize([d.text for d in docs])
     scorer = CachedScorer(model, Cache(None))  # within this stage only: timings stay cold
-    ours = AttributionSettings(
-        methods=["shap", "lime"],
-        shap_max_evals=exp.shap_max_evals,
-        lime_num_samples=exp.lime_samples,
-        max_words=settings.generate.max_input_words,
-        seed=settings.perturb.seed,
-    )
+    ours = attribution_budget(settings)
     default = ours.model_copy(
         update={"shap_max_evals": SHAP_DEFAULT_MAX_EVALS, "shap_fixed_context": None}
     )
@@ -379,7 +369,9 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     for doc, summary in zip(docs, summaries, strict=True):
         chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
         started = time.perf_counter()
-        explained = explain_document(scorer, doc.text, summary, [p.text for p in chosen], ours)
+        texts = [p.text for p in chosen]
+        limits = {"lime": exp.lime_perturbations}
+        explained = explain_document(scorer, doc.text, summary, texts, ours, limits=limits)
         seconds = time.perf_counter() - started
         reference = shap_attribution(scorer, doc.text, summary, default)
         rows.append(
@@ -404,6 +396,7 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
             "max_evals": ours.shap_max_evals,
             "fixed_context": ours.shap_fixed_context,
             "lime_samples": ours.lime_num_samples,
+            "methods": list(ours.methods),
             "evaluations": float(np.mean([r["shap_evaluations_original"] for r in rows])),
         },
         "default": {

@@ -292,6 +292,20 @@ def explained_perturbations(perturbations: Sequence[Any], n: int) -> list[Any]:
     return sorted(perturbations, key=lambda p: p.index)[:n]
 
 
+def attribution_budget(settings: HssSettings) -> Any:
+    """The experiment's AttributionSettings (methods, budgets, seed) from its settings."""
+    from hss_gate.research.attribution import AttributionSettings
+
+    exp = settings.experiment
+    return AttributionSettings(
+        methods=exp.attribution_methods,
+        shap_max_evals=exp.shap_max_evals,
+        lime_num_samples=exp.lime_samples,
+        max_words=settings.generate.max_input_words,
+        seed=settings.perturb.seed,
+    )
+
+
 def attribution_hook(
     settings: HssSettings, tools: Any, cache: Any, progress: Progress = no_progress
 ) -> Comparators:
@@ -300,17 +314,11 @@ def attribution_hook(
     docs/ATTRIBUTION.md). Models without token probabilities get no columns."""
     from hss_gate.errors import ModelError
     from hss_gate.pipeline import make_perturbations
-    from hss_gate.research.attribution import AttributionSettings, explain_document
+    from hss_gate.research.attribution import explain_document
     from hss_gate.research.likelihood import CachedScorer, load_scorer
 
     exp = settings.experiment
-    budget = AttributionSettings(
-        methods=exp.attribution_methods,
-        shap_max_evals=exp.shap_max_evals,
-        lime_num_samples=exp.lime_samples,
-        max_words=settings.generate.max_input_words,
-        seed=settings.perturb.seed,
-    )
+    budget = attribution_budget(settings)
 
     def columns(uri: str, docs: Sequence[Document], base: dict[str, str]) -> pd.DataFrame:
         try:
@@ -324,12 +332,10 @@ def attribution_hook(
         for doc in docs:
             chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
             texts = [p.text for p in chosen]
-            explained = {}
-            for method in budget.methods:  # LIME costs a full forward per sample: fewer texts
-                n = exp.lime_perturbations if method == "lime" else None
-                explained |= explain_document(
-                    scorer, doc.text, base[doc.doc_id], texts[:n], budget, methods=[method]
-                )
+            limits = {"lime": exp.lime_perturbations}
+            explained = explain_document(
+                scorer, doc.text, base[doc.doc_id], texts, budget, limits=limits
+            )
             shap = explained.get("shap")
             rows.append(
                 {"doc_id": doc.doc_id}

@@ -301,7 +301,7 @@ class HfLikelihoodScorer:
         out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=n + 1)
         self.tokens_computed += ids.shape[1]
         if anchor is None:
-            layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+            layers = [(layer.keys, layer.values) for layer in cache.layers]  # filled in place
             self._anchors = [(prompt, layers), *self._anchors][: self.prefix_anchors]
         logp = torch.log_softmax(out.logits[:, -(n + 1) : -1, :].float(), dim=-1)
         labels = torch.tensor([target], dtype=torch.long)

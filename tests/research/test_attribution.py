@@ -117,6 +117,11 @@ def test_explain_document_reports_instability_of_a_swap() -> None:
     assert "attention" not in explain_document(
         scorer, DOC, SUMMARY, [swapped], settings, methods=["attention"]
     )  # the fake exposes no attention
+    limited = explain_document(
+        scorer, DOC, SUMMARY, [swapped, DOC], settings, methods=["shap", "lime"], limits={"lime": 1}
+    )
+    assert len(limited["shap"].perturbed) == 2 and len(limited["lime"].perturbed) == 1
+    assert limited["lime"].per_perturbation[0]["swaps"] == 1  # the first perturbation is kept
 
 
 def test_scorers_exist_only_for_backends_with_token_probabilities() -> None:
