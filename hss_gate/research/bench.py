@@ -365,6 +365,10 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     default = ours.model_copy(
         update={"shap_max_evals": SHAP_DEFAULT_MAX_EVALS, "shap_fixed_context": None}
     )
+    started = time.perf_counter()  # model load and shap's JIT, kept out of the per-document cost
+    head = " ".join(docs[0].text.split()[:12])
+    shap_attribution(scorer, head, summaries[0], ours.model_copy(update={"shap_max_evals": 8}))
+    warmup = time.perf_counter() - started
     rows = []
     for doc, summary in zip(docs, summaries, strict=True):
         chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
@@ -391,6 +395,7 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
         "model": config["model"],
         "documents": rows,
         "seconds_per_document": float(np.mean([r["seconds"] for r in rows])),
+        "warmup_s": round(warmup, 2),
         "spearman": float(np.mean([r["spearman"] for r in rows])),
         "ours": {
             "max_evals": ours.shap_max_evals,
