@@ -252,10 +252,10 @@ def localization_section(items: Sequence[Mapping[str, Any]]) -> str:
             parts.append(
                 f"<p>Moved most: sentence {top + 1} ({shares[top]:.0%} of the transport cost)"
                 + (
-                    f"; source words (SHAP at {item['blocks']} blocks of "
-                    f"{len(item['source_words'])} words): "
+                    f"; source words whose share of the attribution moved most (SHAP at "
+                    f"{item['blocks']} blocks of {len(item['source_words'])} words): "
                     + ", ".join(
-                        f"{html.escape(str(w))} (#{p}, {c:.3f})" for p, w, c in item["moved_words"]
+                        f"{html.escape(str(w))} (#{p}, {c:.2%})" for p, w, c in item["moved_words"]
                     )
                     if item.get("moved_words")
                     else ""

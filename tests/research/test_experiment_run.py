@@ -76,7 +76,11 @@ def test_run_experiment_on_fakes(settings, tmp_path):
     def attribution(uri, docs, base):
         words = [
             [
-                {"word": w, "mean_abs_change": 0.1 * (i == 2), "attribution": float(i < 3)}
+                {
+                    "word": w,
+                    "mean_abs_change": 0.1 * (i == 2),
+                    "attribution": (0.1 + 0.2 if i == 0 else 0.3) if i < 3 else 0.0,  # rounding
+                }
                 for i, w in enumerate(d.text.split())
             ]
             for d in docs
