@@ -41,6 +41,18 @@ COMPARATORS: dict[str, tuple[str, float | None]] = {
 PAPER_STRENGTH = {"low": 0.38, "high": 0.62}
 
 
+def _correlations(
+    x: pd.Series, y: pd.Series, resamples: int, level: float, seed: int
+) -> dict[str, Any]:
+    """Pearson and Spearman r with their bootstrap CIs, and n, as table columns."""
+    row: dict[str, Any] = {}
+    for method in ("pearson", "spearman"):
+        r = correlation_ci(x, y, method=method, resamples=resamples, level=level, seed=seed)
+        row |= {method: r["r"], f"{method}_ci_low": r["ci_low"], f"{method}_ci_high": r["ci_high"]}
+        row["n"] = r["n"]
+    return row
+
+
 def correlation_table(
     documents: pd.DataFrame, *, resamples: int = 1000, level: float = 0.95, seed: int = 0
 ) -> pd.DataFrame:
@@ -50,21 +62,7 @@ def correlation_table(
         if column not in documents or documents[column].notna().sum() < 3:
             continue
         row: dict[str, Any] = {"comparator": label, "column": column}
-        for method in ("pearson", "spearman"):
-            r = correlation_ci(
-                documents["hss"],
-                documents[column],
-                method=method,
-                resamples=resamples,
-                level=level,
-                seed=seed,
-            )
-            row |= {
-                f"{method}": r["r"],
-                f"{method}_ci_low": r["ci_low"],
-                f"{method}_ci_high": r["ci_high"],
-            }
-            row["n"] = r["n"]
+        row |= _correlations(documents["hss"], documents[column], resamples, level, seed)
         row["paper_pearson"] = paper
         rows.append(row)
     return pd.DataFrame(rows)
@@ -193,21 +191,8 @@ def attribution_table(
             group = group.dropna(subset=["hss", column, "base_novel_ngram_share"])
             if len(group) < 3:
                 continue
-            row: dict[str, Any] = {"instability": column, "scope": scope, "n": len(group)}
-            for method in ("pearson", "spearman"):
-                r = correlation_ci(
-                    group["hss"],
-                    group[column],
-                    method=method,
-                    resamples=resamples,
-                    level=level,
-                    seed=seed,
-                )
-                row |= {
-                    method: r["r"],
-                    f"{method}_ci_low": r["ci_low"],
-                    f"{method}_ci_high": r["ci_high"],
-                }
+            row: dict[str, Any] = {"instability": column, "scope": scope}
+            row |= _correlations(group["hss"], group[column], resamples, level, seed)
             x, y, z = (group[c].to_numpy(float) for c in ("hss", column, "base_novel_ngram_share"))
             draws = np.random.default_rng(seed).integers(0, len(x), size=(resamples, len(x)))
             boot = np.array([partial_spearman(x[i], y[i], z[i]) for i in draws])
