@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from hss_gate import tables
 from hss_gate.cache import Cache, content_key
 from hss_gate.consistency.checker import Checker, Verdict
 from hss_gate.corpus import Document
@@ -204,9 +205,75 @@ def verdicts_cached(
     return [Verdict.from_dict(json.loads(found[k])) for k in keys]
 
 
-def _cloud(summary: str, vectors: dict[str, np.ndarray]) -> np.ndarray:
-    sentences = split_sentences(summary) or [""]
-    return np.stack([vectors[s] for s in sentences])
+@dataclass(frozen=True)
+class PerturbedSummary:
+    """The summary of one perturbed version; `restored` is it with the swaps mapped back."""
+
+    perturbation: Perturbation
+    summary: str
+    restored: str
+
+
+@dataclass(frozen=True)
+class DocumentSummaries:
+    """A document with its original's summary (`base`) and its perturbed versions' summaries."""
+
+    doc: Document
+    base: str
+    perturbed: list[PerturbedSummary]
+
+
+class Distances(NamedTuple):
+    """A perturbed version's summary's distances to the original's summary."""
+
+    aware: float  # its swaps mapped back first
+    raw: float
+
+
+@dataclass(frozen=True)
+class Measures:
+    """What the models found in the summaries, by content: sentence vectors, each summary's
+    mentions and the checker's verdict on each (source, summary with swaps mapped back)."""
+
+    vectors: dict[str, np.ndarray]
+    mentions: dict[str, list[str]]
+    verdicts: dict[tuple[str, str], Verdict]
+
+    def cloud(self, summary: str) -> np.ndarray:
+        """The summary's sentence vectors (an empty summary: one empty sentence)."""
+        return np.stack([self.vectors[s] for s in split_sentences(summary) or [""]])
+
+    def distances(self, base: str, version: PerturbedSummary) -> Distances:
+        """Wasserstein distances of the version's summary (as restored, as written) to `base`."""
+        base_cloud = self.cloud(base)
+        return Distances(
+            aware=wasserstein(base_cloud, self.cloud(version.restored)),
+            raw=wasserstein(base_cloud, self.cloud(version.summary)),
+        )
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The settings that turn measures into table values."""
+
+    variant: str
+    ngram: int
+    policy: LengthPolicy
+    threshold: float
+    normalization: Normalization | None
+
+    @classmethod
+    def of(
+        cls, settings: HssSettings, threshold: float, normalization: Normalization | None
+    ) -> Rules:
+        """The rules of a run: its settings and the checker's threshold."""
+        policy = LengthPolicy(
+            settings.generate.summary_words,
+            settings.score.near_empty_share,
+            settings.score.overlong_ratio,
+            settings.score.copy_ratio,
+        )
+        return cls(settings.score.variant, settings.score.ngram, policy, threshold, normalization)
 
 
 def score_documents(
@@ -219,134 +286,231 @@ def score_documents(
     progress: Progress = no_progress,
 ) -> ScoreResult:
     """Score every document; without normalization only distances are reported (baseline)."""
-    warnings: list[str] = []
-    for doc in docs:
-        if len(doc.text.split()) > settings.generate.max_input_words:
-            warnings.append(
-                f"{doc.doc_id}: longer than {settings.generate.max_input_words} words; "
-                "the summarizer sees only the beginning"
-            )
+    max_words = settings.generate.max_input_words
+    warnings = _long_input_warnings(docs, max_words)
     perturbations, summaries = _perturb_and_summarize(
         docs, summarizer, settings, tools, cache, progress
     )
+    groups = _group_summaries(docs, perturbations, summaries)
+    # what the summarizer read of each original: every summary is checked against it
+    visible = {d.doc_id: truncate_words(d.text, max_words) for d in docs}
+    measures = _measure(groups, visible, tools, cache)
+    rules = Rules.of(settings, tools.checker.threshold, normalization)
 
-    records = []  # (doc, perturbation or None, summary, restored)
-    cursor = 0
-    for doc in docs:
-        base = summaries[cursor]
-        cursor += 1
-        records.append((doc, None, base, base))
-        for p in perturbations[doc.doc_id]:
-            summary = summaries[cursor]
-            cursor += 1
-            records.append((doc, p, summary, restore_swaps(summary, p.swaps, doc.text)))
-
-    all_sentences = [
-        s for _, _, a, b in records for t in (a, b) for s in (split_sentences(t) or [""])
-    ]
-    vectors = embed_cached(all_sentences, tools.embedder, cache)
-    mentions = mentions_cached([r[2] for r in records], tools.tagger, cache)
-    visible = {d.doc_id: truncate_words(d.text, settings.generate.max_input_words) for d in docs}
-    # every summary against the original document; a perturbed one with its swaps mapped back
-    verdicts = verdicts_cached(
-        [(visible[doc.doc_id], restored) for doc, _, _, restored in records], tools.checker, cache
-    )
-    policy = LengthPolicy(
-        settings.generate.summary_words,
-        settings.score.near_empty_share,
-        settings.score.overlong_ratio,
-        settings.score.copy_ratio,
-    )
-
-    variant = settings.score.variant
     doc_rows, pert_rows, edit_rows, summary_rows = [], [], [], []
-    cursor = 0
-    for doc in docs:
-        base_summary = records[cursor][2]
-        base_cloud = _cloud(base_summary, vectors)
-        base_mentions = mentions[cursor]
-        base_verdict = verdicts[cursor]
-        source = visible[doc.doc_id]
-        summary_rows.append(
-            {
-                "doc_id": doc.doc_id,
-                "strength": "base",
-                "index": 0,
-                "summary": base_summary,
-                "restored": base_summary,
-                **_verdict_fields(base_verdict),
-            }
-        )
-        base_row = _summary_signals(
-            base_summary, base_mentions, source, settings, policy
-        ) | _consistency_signals(base_verdict, tools.checker.threshold)
-        cursor += 1
-        d_aware, d_raw, drops = [], [], []
-        for p in perturbations[doc.doc_id]:
-            _, _, summary, restored = records[cursor]
-            aware = wasserstein(base_cloud, _cloud(restored, vectors))
-            raw = wasserstein(base_cloud, _cloud(summary, vectors))
-            d_aware.append(aware)
-            d_raw.append(raw)
-            signals = _summary_signals(summary, mentions[cursor], p.text, settings, policy)
-            verdict = verdicts[cursor]
-            drop = base_verdict.consistency - verdict.consistency
-            drops.append(drop)
-            drift = (
-                unsupported_share(mentions[cursor], base_summary + " " + doc.text)
-                if mentions[cursor]
-                else 0.0
-            )
-            new_vs_base = len(unsupported_mentions(mentions[cursor], base_summary)) / max(
-                len(mentions[cursor]), 1
-            )
-            pert_rows.append(
-                {
-                    "doc_id": doc.doc_id,
-                    "category": doc.category,
-                    "strength": p.strength,
-                    "index": p.index,
-                    "distance": aware if variant == "aware" else raw,
-                    "distance_aware": aware,
-                    "distance_raw": raw,
-                    "share": round(p.share, 6),
-                    "n_edits": len(p.edits),
-                    "n_words": p.n_words,
-                    "band_low": p.band[0],
-                    "band_high": p.band[1],
-                    "reached": p.reached,
-                    "note": p.note,
-                    "mentions_not_in_base_summary": round(new_vs_base, 6),
-                    "mentions_unsupported_by_source_or_base": round(drift, 6),
-                    **{f"summary_{k}": v for k, v in signals.items()},
-                    **{
-                        f"summary_{k}": v
-                        for k, v in _consistency_signals(verdict, tools.checker.threshold).items()
-                    },
-                    "consistency_drop": round(drop, 6),
-                }
-            )
-            edit_rows.extend(
-                {"doc_id": doc.doc_id, "strength": p.strength, "index": p.index, **e.__dict__}
-                for e in p.edits
-            )
-            summary_rows.append(
-                {
-                    "doc_id": doc.doc_id,
-                    "strength": p.strength,
-                    "index": p.index,
-                    "summary": summary,
-                    "restored": restored,
-                    **_verdict_fields(verdict),
-                }
-            )
-            cursor += 1
-        row = _document_row(doc, base_row, d_aware, d_raw, normalization, variant, warnings)
-        row["consistency_drop_mean"] = round(float(np.mean(drops)), 6) if drops else 0.0
-        doc_rows.append(row)
+    for group in groups:
+        source = visible[group.doc.doc_id]
+        distances = [measures.distances(group.base, v) for v in group.perturbed]
+        pert_rows += [
+            _perturbation_row(group, v, d, measures, source, rules)
+            for v, d in zip(group.perturbed, distances, strict=True)
+        ]
+        doc_rows.append(_document_row(group, distances, measures, source, rules, warnings))
+        edit_rows += [row for v in group.perturbed for row in _edit_rows(group.doc, v)]
+        summary_rows += _summary_rows(group, measures, source)
     warnings.extend(_degenerate_input_warnings(docs, perturbations, summary_rows))
-    aggregates = aggregate(doc_rows, pert_rows, settings, variant)
+    aggregates = aggregate(doc_rows, pert_rows, settings, rules.variant)
     return ScoreResult(doc_rows, pert_rows, edit_rows, summary_rows, aggregates, warnings)
+
+
+def _long_input_warnings(docs: Sequence[Document], max_words: int) -> list[str]:
+    return [
+        f"{doc.doc_id}: longer than {max_words} words; the summarizer sees only the beginning"
+        for doc in docs
+        if len(doc.text.split()) > max_words
+    ]
+
+
+def _group_summaries(
+    docs: Sequence[Document], perturbations: dict[str, list[Perturbation]], summaries: list[str]
+) -> list[DocumentSummaries]:
+    """The summaries, in the order `_perturb_and_summarize` returns them (each document's
+    original's, then its perturbed versions'), grouped by document."""
+    ordered = iter(summaries)
+    groups = []
+    for doc in docs:
+        base = next(ordered)
+        perturbed = []
+        for p in perturbations[doc.doc_id]:
+            summary = next(ordered)
+            perturbed.append(
+                PerturbedSummary(p, summary, restore_swaps(summary, p.swaps, doc.text))
+            )
+        groups.append(DocumentSummaries(doc, base, perturbed))
+    return groups
+
+
+def _measure(
+    groups: Sequence[DocumentSummaries], visible: dict[str, str], tools: Toolkit, cache: Cache
+) -> Measures:
+    """Embed every summary's sentences, tag its mentions and check it (all cached). The
+    original's summary is its own restored summary."""
+    versions = [
+        (g.doc.doc_id, summary, restored)
+        for g in groups
+        for summary, restored in [(g.base, g.base), *((v.summary, v.restored) for v in g.perturbed)]
+    ]
+    sentences = [s for _, *texts in versions for t in texts for s in (split_sentences(t) or [""])]
+    summaries = [summary for _, summary, _ in versions]
+    pairs = [(visible[doc_id], restored) for doc_id, _, restored in versions]
+    mentions = mentions_cached(summaries, tools.tagger, cache)
+    verdicts = verdicts_cached(pairs, tools.checker, cache)
+    return Measures(
+        vectors=embed_cached(sentences, tools.embedder, cache),
+        mentions=dict(zip(summaries, mentions, strict=True)),
+        verdicts=dict(zip(pairs, verdicts, strict=True)),
+    )
+
+
+def _signals(
+    summary: str, source: str, verdict: Verdict, measures: Measures, rules: Rules
+) -> dict[str, Any]:
+    """A summary's signals against `source`, the text its summarizer was given."""
+    mentions = measures.mentions[summary]
+    return tables.signal_values(
+        unsupported_share=round(unsupported_share(mentions, source), 6),
+        unsupported="; ".join(unsupported_mentions(mentions, source)),
+        novel_ngram_share=round(novel_ngram_share(summary, source, rules.ngram), 6),
+        truncated=ends_mid_sentence(summary),
+        empty=not summary.strip(),
+        n_sentences=len(split_sentences(summary)),
+        n_words=len(summary.split()),
+        **summary_flags(summary, source, rules.policy),
+        consistency=verdict.consistency,
+        low_consistency=verdict.consistency < rules.threshold,
+        unsupported_sentences=json.dumps(
+            [[u.sentence, u.passage] for u in verdict.unsupported], ensure_ascii=False
+        ),
+    )
+
+
+def _summary_rows(
+    group: DocumentSummaries, measures: Measures, source: str
+) -> list[dict[str, Any]]:
+    """The original's summary (strength "base", index 0), then the perturbed versions'."""
+    found = [("base", 0, group.base, group.base)] + [
+        (v.perturbation.strength, v.perturbation.index, v.summary, v.restored)
+        for v in group.perturbed
+    ]
+    rows = []
+    for strength, index, summary, restored in found:
+        verdict = measures.verdicts[(source, restored)]
+        rows.append(
+            tables.summary_row(
+                doc_id=group.doc.doc_id,
+                strength=strength,
+                index=index,
+                summary=summary,
+                restored=restored,
+                consistency=verdict.consistency,
+                unsupported_sentences=[u.sentence for u in verdict.unsupported],
+            )
+        )
+    return rows
+
+
+def _edit_rows(doc: Document, version: PerturbedSummary) -> list[dict[str, Any]]:
+    p = version.perturbation
+    return [
+        tables.edit_row(doc_id=doc.doc_id, strength=p.strength, index=p.index, **asdict(e))
+        for e in p.edits
+    ]
+
+
+def _perturbation_row(
+    group: DocumentSummaries,
+    version: PerturbedSummary,
+    distances: Distances,
+    measures: Measures,
+    source: str,
+    rules: Rules,
+) -> dict[str, Any]:
+    """One perturbed version: its summary's distances to the original's, its signals, and
+    the mentions its summary has that the original's does not."""
+    p, base, summary = version.perturbation, group.base, version.summary
+    verdict = measures.verdicts[(source, version.restored)]
+    mentions = measures.mentions[summary]
+    return tables.perturbation_row(
+        doc_id=group.doc.doc_id,
+        category=group.doc.category,
+        strength=p.strength,
+        index=p.index,
+        distance=distances.aware if rules.variant == "aware" else distances.raw,
+        distance_aware=distances.aware,
+        distance_raw=distances.raw,
+        share=round(p.share, 6),
+        n_edits=len(p.edits),
+        n_words=p.n_words,
+        band_low=p.band[0],
+        band_high=p.band[1],
+        reached=p.reached,
+        note=p.note,
+        mentions_not_in_base_summary=round(
+            len(unsupported_mentions(mentions, base)) / max(len(mentions), 1), 6
+        ),
+        mentions_unsupported_by_source_or_base=round(
+            unsupported_share(mentions, base + " " + group.doc.text), 6
+        ),
+        # its summary's facts and form against the perturbed text it was given
+        summary=_signals(summary, p.text, verdict, measures, rules),
+        consistency_drop=round(
+            measures.verdicts[(source, base)].consistency - verdict.consistency, 6
+        ),
+    )
+
+
+def _document_row(
+    group: DocumentSummaries,
+    distances: list[Distances],
+    measures: Measures,
+    source: str,
+    rules: Rules,
+    warnings: list[str],
+) -> dict[str, Any]:
+    """A document: its HSS (with normalization), its mean distances and its original's
+    summary's signals."""
+    doc = group.doc
+    d_aware, d_raw = [d.aware for d in distances], [d.raw for d in distances]
+    base_verdict = measures.verdicts[(source, group.base)]
+    drops = [
+        base_verdict.consistency - measures.verdicts[(source, v.restored)].consistency
+        for v in group.perturbed
+    ]
+    return tables.document_row(
+        doc_id=doc.doc_id,
+        category=doc.category,
+        tier=doc.tier,
+        normalized=_severity(doc, d_aware, d_raw, rules, warnings),
+        mean_distance=float(np.mean(d_aware if rules.variant == "aware" else d_raw)),
+        mean_distance_aware=float(np.mean(d_aware)),
+        mean_distance_raw=float(np.mean(d_raw)),
+        n_perturbations=len(d_aware),
+        base=_signals(group.base, source, base_verdict, measures, rules),
+        consistency_drop_mean=round(float(np.mean(drops)), 6) if drops else 0.0,
+    )
+
+
+def _severity(
+    doc: Document, d_aware: list[float], d_raw: list[float], rules: Rules, warnings: list[str]
+) -> dict[str, Any] | None:
+    """A document's HSS under the normalization constants (None without them)."""
+    if rules.normalization is None:
+        return None
+    m_aware, known = rules.normalization.constant(doc.category, "aware")
+    m_raw, _ = rules.normalization.constant(doc.category, "raw")
+    if not known:
+        warnings.append(
+            f"{doc.doc_id}: category '{doc.category}' has no reference constant; "
+            "using the global one"
+        )
+    hss = {"aware": severity(d_aware, m_aware), "raw": severity(d_raw, m_raw)}
+    return tables.normalized_values(
+        hss_aware=hss["aware"],
+        hss_raw=hss["raw"],
+        hss=hss[rules.variant],
+        normalization_constant=m_aware if rules.variant == "aware" else m_raw,
+        constant_source="category" if known else "global",
+    )
 
 
 def _perturb_and_summarize(
@@ -411,75 +575,6 @@ def _degenerate_input_warnings(
             "HSS cannot see a summarizer that ignores its input"
         )
     return out
-
-
-def _verdict_fields(verdict: Verdict) -> dict[str, Any]:
-    return {
-        "consistency": verdict.consistency,
-        "unsupported_sentences": [u.sentence for u in verdict.unsupported],
-    }
-
-
-def _consistency_signals(verdict: Verdict, threshold: float) -> dict[str, Any]:
-    """The checker's findings as score-table columns (the unsupported sentences as JSON, each
-    with the source passage that matches it best)."""
-    return {
-        "consistency": verdict.consistency,
-        "low_consistency": verdict.consistency < threshold,
-        "unsupported_sentences": json.dumps(
-            [[u.sentence, u.passage] for u in verdict.unsupported], ensure_ascii=False
-        ),
-    }
-
-
-def _summary_signals(
-    summary: str, mentions: list[str], source: str, settings: HssSettings, policy: LengthPolicy
-) -> dict[str, Any]:
-    return {
-        "unsupported_share": round(unsupported_share(mentions, source), 6),
-        "unsupported": "; ".join(unsupported_mentions(mentions, source)),
-        "novel_ngram_share": round(novel_ngram_share(summary, source, settings.score.ngram), 6),
-        "truncated": ends_mid_sentence(summary),
-        "empty": not summary.strip(),
-        "n_sentences": len(split_sentences(summary)),
-        "n_words": len(summary.split()),
-        **summary_flags(summary, source, policy),
-    }
-
-
-def _document_row(
-    doc: Document,
-    base: dict[str, Any],
-    d_aware: list[float],
-    d_raw: list[float],
-    normalization: Normalization | None,
-    variant: str,
-    warnings: list[str],
-) -> dict[str, Any]:
-    row: dict[str, Any] = {"doc_id": doc.doc_id, "category": doc.category, "tier": doc.tier}
-    if normalization is not None:
-        m_aware, known = normalization.constant(doc.category, "aware")
-        m_raw, _ = normalization.constant(doc.category, "raw")
-        if not known:
-            warnings.append(
-                f"{doc.doc_id}: category '{doc.category}' has no reference constant; "
-                "using the global one"
-            )
-        row["hss_aware"] = severity(d_aware, m_aware)
-        row["hss_raw"] = severity(d_raw, m_raw)
-        row["hss"] = row[f"hss_{variant}"]
-        row["normalization_constant"] = m_aware if variant == "aware" else m_raw
-        row["constant_source"] = "category" if known else "global"
-    row.update(
-        {
-            "mean_distance": float(np.mean(d_aware if variant == "aware" else d_raw)),
-            "mean_distance_aware": float(np.mean(d_aware)),
-            "mean_distance_raw": float(np.mean(d_raw)),
-            "n_perturbations": len(d_aware),
-            **{f"base_{k}": v for k, v in base.items()},
-        }
-    )
-    return row
 
 
 def merge_results(parts: Sequence[ScoreResult], settings: HssSettings) -> ScoreResult:

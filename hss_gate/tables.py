@@ -1,0 +1,410 @@
+"""The score tables' columns, declared once, and the builders of their rows.
+
+A scoring run writes four tables (`report.write_outputs`): documents.csv (one row a document),
+perturbations.csv (one row a perturbed version), summaries.jsonl (one row a summary: the
+original's, then each perturbed version's) and edits.jsonl (one row a swap). Every column of them
+is declared here with its type, what it means and what produces it; the row builders return
+exactly the declared columns, in the declared order (the order of the files' columns).
+
+A summary's signals (facts, form, consistency) are declared once in `SIGNAL_COLUMNS` and appear
+twice: with `base_` in the documents table (the original's summary) and with `summary_` in the
+perturbations table (the perturbed version's summary).
+
+Foundations floor: nothing from hss_gate is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+SCHEMA_VERSION = "2"
+"""The score tables' schema, written into every run's summary.json. Bump it (and add a
+CHANGELOG.md entry) when a column is added, renamed or removed or changes its meaning."""
+
+Dtype = Literal["str", "int", "float", "bool", "list[str]", "json"]
+"""`json`: a JSON text inside a CSV cell; `list[str]`: a JSON list in a JSONL row."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a score table.
+
+    `producer` names the module whose result fills it. `optional`: the scoring run does not
+    write it; a table may carry it when its producer has run (the checks use it when present).
+    `normalized`: written only when the run has normalization constants (the baseline's
+    reference run has none, so its documents table has no HSS)."""
+
+    name: str
+    dtype: Dtype
+    meaning: str
+    producer: str
+    optional: bool = False
+    normalized: bool = False
+
+
+def names(columns: Iterable[Column]) -> tuple[str, ...]:
+    """The columns' names, in order."""
+    return tuple(c.name for c in columns)
+
+
+def prefixed(prefix: str, columns: Iterable[Column]) -> tuple[Column, ...]:
+    """The columns renamed `{prefix}{name}` (the same signals of another summary)."""
+    return tuple(replace(c, name=f"{prefix}{c.name}") for c in columns)
+
+
+def written(columns: Iterable[Column], normalized: bool) -> tuple[Column, ...]:
+    """The columns a scoring run writes (with or without normalization constants)."""
+    return tuple(c for c in columns if not c.optional and (normalized or not c.normalized))
+
+
+# ---------------------------------------------------------------------------------------------
+# The declarations
+# ---------------------------------------------------------------------------------------------
+
+SIGNAL_COLUMNS: tuple[Column, ...] = (
+    Column(
+        "unsupported_share",
+        "float",
+        "share of the summary's entity and number mentions the source does not support",
+        "signals",
+    ),
+    Column("unsupported", "str", "those unsupported mentions, joined by '; '", "signals"),
+    Column(
+        "novel_ngram_share",
+        "float",
+        "share of the summary's n-grams (score.ngram) absent from the source: 0 = copying",
+        "signals",
+    ),
+    Column("truncated", "bool", "the summary ends mid-sentence", "sentences"),
+    Column("empty", "bool", "the summary is empty or whitespace", "pipeline"),
+    Column("n_sentences", "int", "sentences in the summary", "sentences"),
+    Column("n_words", "int", "whitespace words in the summary", "pipeline"),
+    Column(
+        "near_empty",
+        "bool",
+        "under score.near_empty_share of generate.summary_words",
+        "summary_checks",
+    ),
+    Column("copies_source", "bool", "a long source copied (score.copy_ratio)", "summary_checks"),
+    Column(
+        "overlong",
+        "bool",
+        "over score.overlong_ratio times generate.summary_words",
+        "summary_checks",
+    ),
+    Column(
+        "other_language",
+        "bool",
+        "not English while its source is English",
+        "summary_checks",
+    ),
+    Column("length_ratio", "float", "summary words / source words", "summary_checks"),
+    Column("consistency", "float", "the consistency checker's score of the summary", "consistency"),
+    Column(
+        "low_consistency",
+        "bool",
+        "consistency below the checker's threshold",
+        "consistency",
+    ),
+    Column(
+        "unsupported_sentences",
+        "json",
+        "the sentences the checker finds unsupported, each with its best-matching source "
+        "passage: [[sentence, passage], ...]",
+        "consistency",
+    ),
+)
+"""The signals of one summary against the text its summarizer was given."""
+
+DOCUMENT_COLUMNS: tuple[Column, ...] = (
+    Column("doc_id", "str", "the document's id in the corpus", "corpus"),
+    Column("category", "str", "its category (normalization is per category)", "corpus"),
+    Column("tier", "str", "its tier in the corpus", "corpus"),
+    Column(
+        "hss_aware",
+        "float",
+        "HSS from the perturbation-aware distances",
+        "severity",
+        normalized=True,
+    ),
+    Column("hss_raw", "float", "HSS from the raw distances", "severity", normalized=True),
+    Column(
+        "hss",
+        "float",
+        "HSS of the configured variant (score.perturbation_aware)",
+        "severity",
+        normalized=True,
+    ),
+    Column(
+        "normalization_constant",
+        "float",
+        "the constant M_c HSS was normalized by (the variant's)",
+        "normalization",
+        normalized=True,
+    ),
+    Column(
+        "constant_source",
+        "str",
+        "'category', or 'global' when the category has no constant",
+        "normalization",
+        normalized=True,
+    ),
+    Column(
+        "mean_distance",
+        "float",
+        "mean distance of the configured variant over the perturbations",
+        "distance",
+    ),
+    Column("mean_distance_aware", "float", "mean perturbation-aware distance", "distance"),
+    Column("mean_distance_raw", "float", "mean raw distance", "distance"),
+    Column("n_perturbations", "int", "perturbed versions scored", "perturb"),
+    *prefixed("base_", SIGNAL_COLUMNS),
+    Column(
+        "consistency_drop_mean",
+        "float",
+        "mean fall of consistency from the original's summary to the perturbed versions'",
+        "consistency",
+    ),
+    Column(
+        "attribution_instability",
+        "float",
+        "instability of the summarizer's input attributions under perturbation (0-1)",
+        "attribution",
+        optional=True,
+    ),
+)
+
+PERTURBATION_COLUMNS: tuple[Column, ...] = (
+    Column("doc_id", "str", "the document's id in the corpus", "corpus"),
+    Column("category", "str", "its category", "corpus"),
+    Column("strength", "str", "the perturbation strength (a band of perturb.strengths)", "perturb"),
+    Column("index", "int", "which perturbation of that strength (0 .. perturb.k - 1)", "perturb"),
+    Column(
+        "distance",
+        "float",
+        "distance of the configured variant (score.perturbation_aware)",
+        "distance",
+    ),
+    Column(
+        "distance_aware",
+        "float",
+        "Wasserstein distance of the summaries, swapped words mapped back first",
+        "distance",
+    ),
+    Column("distance_raw", "float", "Wasserstein distance of the summaries as written", "distance"),
+    Column("share", "float", "share of the document's words swapped", "perturb"),
+    Column("n_edits", "int", "words swapped", "perturb"),
+    Column("n_words", "int", "words of the document that could count (the ones read)", "perturb"),
+    Column("band_low", "float", "the strength's lowest share", "perturb"),
+    Column("band_high", "float", "the strength's highest share", "perturb"),
+    Column("reached", "bool", "the share reached the band", "perturb"),
+    Column("note", "str", "why the band was not reached (empty when it was)", "perturb"),
+    Column(
+        "mentions_not_in_base_summary",
+        "float",
+        "share of the summary's mentions the original's summary does not have",
+        "signals",
+    ),
+    Column(
+        "mentions_unsupported_by_source_or_base",
+        "float",
+        "share of the summary's mentions neither the document nor the original's summary has",
+        "signals",
+    ),
+    *prefixed("summary_", SIGNAL_COLUMNS),
+    Column(
+        "consistency_drop",
+        "float",
+        "consistency of the original's summary minus this summary's",
+        "consistency",
+    ),
+)
+
+SUMMARY_COLUMNS: tuple[Column, ...] = (
+    Column("doc_id", "str", "the document's id in the corpus", "corpus"),
+    Column("strength", "str", "'base' (the original) or the perturbation strength", "perturb"),
+    Column("index", "int", "which perturbation of that strength (0 for the original)", "perturb"),
+    Column("summary", "str", "the summary as generated", "summarizers"),
+    Column("restored", "str", "the summary with the swapped words mapped back", "restore"),
+    Column("consistency", "float", "the consistency checker's score", "consistency"),
+    Column(
+        "unsupported_sentences",
+        "list[str]",
+        "the sentences the checker finds unsupported",
+        "consistency",
+    ),
+)
+
+EDIT_COLUMNS: tuple[Column, ...] = (
+    Column("doc_id", "str", "the document's id in the corpus", "corpus"),
+    Column("strength", "str", "the perturbation strength", "perturb"),
+    Column("index", "int", "which perturbation of that strength", "perturb"),
+    Column("position", "int", "the swapped token's index in the document", "perturb"),
+    Column("char_start", "int", "its first character's offset in the document", "perturb"),
+    Column("original", "str", "the word swapped out", "perturb"),
+    Column("replacement", "str", "the word swapped in", "perturb"),
+    Column("word_cosine", "float", "word-vector cosine of the two words", "perturb"),
+    Column(
+        "sentence_similarity",
+        "float",
+        "SBERT similarity of the sentence before and after the swap",
+        "perturb",
+    ),
+)
+
+TABLES: dict[str, tuple[Column, ...]] = {
+    "documents": DOCUMENT_COLUMNS,
+    "perturbations": PERTURBATION_COLUMNS,
+    "summaries": SUMMARY_COLUMNS,
+    "edits": EDIT_COLUMNS,
+}
+"""Each table's columns, by the name of its file (documents.csv, ..., edits.jsonl)."""
+
+OPTIONAL_COLUMNS: tuple[str, ...] = names(
+    c for columns in TABLES.values() for c in columns if c.optional
+)
+"""Columns the scoring run does not write; the checks use them when a table has them."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Row builders: exactly the declared columns, in the declared order
+# ---------------------------------------------------------------------------------------------
+
+
+def _row(columns: Iterable[Column], values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` in the order of `columns`; a value missing or undeclared is a ValueError."""
+    order = names(columns)
+    missing, extra = set(order) - set(values), set(values) - set(order)
+    if missing or extra:
+        raise ValueError(
+            f"row does not match the declared columns: missing {sorted(missing)}, "
+            f"undeclared {sorted(extra)}"
+        )
+    return {name: values[name] for name in order}
+
+
+def signal_values(
+    *,
+    unsupported_share: float,
+    unsupported: str,
+    novel_ngram_share: float,
+    truncated: bool,
+    empty: bool,
+    n_sentences: int,
+    n_words: int,
+    near_empty: bool,
+    copies_source: bool,
+    overlong: bool,
+    other_language: bool,
+    length_ratio: float,
+    consistency: float,
+    low_consistency: bool,
+    unsupported_sentences: str,
+) -> dict[str, Any]:
+    """One summary's signals (`SIGNAL_COLUMNS`, without a prefix)."""
+    return _row(SIGNAL_COLUMNS, locals())
+
+
+def _with_prefix(prefix: str, signals: Mapping[str, Any]) -> dict[str, Any]:
+    return {f"{prefix}{name}": value for name, value in _row(SIGNAL_COLUMNS, signals).items()}
+
+
+def document_row(
+    *,
+    doc_id: str,
+    category: str,
+    tier: str,
+    normalized: Mapping[str, Any] | None,
+    mean_distance: float,
+    mean_distance_aware: float,
+    mean_distance_raw: float,
+    n_perturbations: int,
+    base: Mapping[str, Any],
+    consistency_drop_mean: float,
+) -> dict[str, Any]:
+    """One documents.csv row. `normalized`: the columns declared `normalized` (hss, ...), None
+    when the run has no normalization constants; `base`: the original's summary's signals."""
+    values = {
+        "doc_id": doc_id,
+        "category": category,
+        "tier": tier,
+        **(normalized or {}),
+        "mean_distance": mean_distance,
+        "mean_distance_aware": mean_distance_aware,
+        "mean_distance_raw": mean_distance_raw,
+        "n_perturbations": n_perturbations,
+        **_with_prefix("base_", base),
+        "consistency_drop_mean": consistency_drop_mean,
+    }
+    return _row(written(DOCUMENT_COLUMNS, normalized is not None), values)
+
+
+def normalized_values(
+    *,
+    hss_aware: float,
+    hss_raw: float,
+    hss: float,
+    normalization_constant: float,
+    constant_source: str,
+) -> dict[str, Any]:
+    """The documents.csv columns that only a run with normalization constants writes."""
+    return _row((c for c in DOCUMENT_COLUMNS if c.normalized), locals())
+
+
+def perturbation_row(
+    *,
+    doc_id: str,
+    category: str,
+    strength: str,
+    index: int,
+    distance: float,
+    distance_aware: float,
+    distance_raw: float,
+    share: float,
+    n_edits: int,
+    n_words: int,
+    band_low: float,
+    band_high: float,
+    reached: bool,
+    note: str,
+    mentions_not_in_base_summary: float,
+    mentions_unsupported_by_source_or_base: float,
+    summary: Mapping[str, Any],
+    consistency_drop: float,
+) -> dict[str, Any]:
+    """One perturbations.csv row; `summary`: the perturbed version's summary's signals."""
+    values = dict(locals())
+    values |= _with_prefix("summary_", values.pop("summary"))
+    return _row(written(PERTURBATION_COLUMNS, normalized=False), values)
+
+
+def summary_row(
+    *,
+    doc_id: str,
+    strength: str,
+    index: int,
+    summary: str,
+    restored: str,
+    consistency: float,
+    unsupported_sentences: list[str],
+) -> dict[str, Any]:
+    """One summaries.jsonl row."""
+    return _row(SUMMARY_COLUMNS, locals())
+
+
+def edit_row(
+    *,
+    doc_id: str,
+    strength: str,
+    index: int,
+    position: int,
+    char_start: int,
+    original: str,
+    replacement: str,
+    word_cosine: float,
+    sentence_similarity: float,
+) -> dict[str, Any]:
+    """One edits.jsonl row: a swap of one perturbed version."""
+    return _row(EDIT_COLUMNS, locals())
