@@ -43,6 +43,7 @@ from hss_gate.settings import (
     candidate_generate,
     read_candidate_file,
 )
+from hss_gate.tables import OPTIONAL_COLUMNS
 from hss_gate.workflows.score import (
     as_floats,
     check_model,
@@ -53,8 +54,6 @@ from hss_gate.workflows.score import (
     validate_tables,
 )
 from hss_gate.workflows.steps import DIRECT, Outcome, Say, Scorer, Steps, silent
-
-OPTIONAL_COLUMNS = ("attribution_instability", "factual_consistency")
 
 
 @dataclass

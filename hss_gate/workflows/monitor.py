@@ -39,10 +39,10 @@ from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
 from hss_gate.settings import GateSettings, HssSettings, MonitorSettings, ScoreSettings
 from hss_gate.summary_checks import LengthPolicy
+from hss_gate.tables import OPTIONAL_COLUMNS
 from hss_gate.workflows.score import as_floats, score_drift, score_frame, validate_tables
 from hss_gate.workflows.steps import DIRECT, Outcome, Scorer, Steps
 
-OPTIONAL_COLUMNS = ("attribution_instability", "factual_consistency")
 TREND_RUNS = 20
 
 
