@@ -7,6 +7,7 @@ from typing import Any
 
 from hss_gate.io import write_csv_atomic, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from hss_gate.pipeline import ScoreResult
+from hss_gate.tables import SCHEMA_VERSION
 
 
 def _fmt(stat: dict[str, float] | None) -> str:
@@ -95,6 +96,12 @@ def write_outputs(out: Path, result: ScoreResult, meta: dict[str, Any]) -> None:
     write_jsonl_atomic(out / "edits.jsonl", result.edits)
     write_jsonl_atomic(out / "summaries.jsonl", result.summaries)
     write_json_atomic(
-        out / "summary.json", {**meta, "aggregates": result.aggregates, "warnings": result.warnings}
+        out / "summary.json",
+        {
+            "schema_version": SCHEMA_VERSION,
+            **meta,
+            "aggregates": result.aggregates,
+            "warnings": result.warnings,
+        },
     )
     write_text_atomic(out / "report.md", markdown_report(result, meta))
