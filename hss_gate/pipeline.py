@@ -343,8 +343,10 @@ def _group_summaries(
 def _measure(
     groups: Sequence[DocumentSummaries], visible: dict[str, str], tools: Toolkit, cache: Cache
 ) -> Measures:
-    """Embed every summary's sentences, tag its mentions and check it (all cached). The
-    original's summary is its own restored summary."""
+    """Embed every summary's sentences, tag its mentions and check it (all cached), in that
+    order: the checker may embed sentences too, and what it embeds first lands in the cache in
+    its batches (which move the vectors in their last bits). The original's summary is its own
+    restored summary."""
     versions = [
         (g.doc.doc_id, summary, restored)
         for g in groups
@@ -353,10 +355,11 @@ def _measure(
     sentences = [s for _, *texts in versions for t in texts for s in (split_sentences(t) or [""])]
     summaries = [summary for _, summary, _ in versions]
     pairs = [(visible[doc_id], restored) for doc_id, _, restored in versions]
+    vectors = embed_cached(sentences, tools.embedder, cache)
     mentions = mentions_cached(summaries, tools.tagger, cache)
     verdicts = verdicts_cached(pairs, tools.checker, cache)
     return Measures(
-        vectors=embed_cached(sentences, tools.embedder, cache),
+        vectors=vectors,
         mentions=dict(zip(summaries, mentions, strict=True)),
         verdicts=dict(zip(pairs, verdicts, strict=True)),
     )
