@@ -129,3 +129,32 @@ def test_a_document_cut_for_the_summarizer_is_perturbed_only_where_it_is_read(tm
     settings.generate = GenerateSettings(max_input_words=limit * 2)
     whole = make_perturbations([long_doc], settings, _toolkit(), Cache(tmp_path / "c"))["long"]
     assert all(p.n_words > visible_words for p in whole)
+
+
+def test_the_summaries_are_embedded_before_the_checker_runs(tmp_path):
+    """The checker may embed through the same cache: the engine embeds the summaries' sentences
+    first, in its own batch, so a cold run's vectors (and HSS) do not depend on the checker's
+    batches."""
+    from hss_gate.sentences import split_sentences
+
+    events: list[tuple[str, list[str]]] = []
+
+    class Embedder(HashingEmbedder):
+        def encode(self, texts):
+            events.append(("embed", list(texts)))
+            return super().encode(texts)
+
+    class Checker(FakeChecker):
+        def check(self, pairs):
+            events.append(("check", []))
+            return super().check(pairs)
+
+    tools = _toolkit()
+    tools.embedder, tools.checker = Embedder(), Checker()
+    result = score_documents(
+        DOCS, FakeSummarizer(inject="Paris 1999."), _settings(), tools, Cache(tmp_path), None
+    )
+    first_check = next(i for i, (kind, _) in enumerate(events) if kind == "check")
+    embedded_before = {t for _, texts in events[:first_check] for t in texts}
+    sentences = {s for row in result.summaries for s in split_sentences(row["summary"])}
+    assert sentences and sentences <= embedded_before
