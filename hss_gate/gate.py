@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 from hss_gate.errors import InputError
 from hss_gate.gate_checks import (
     EARLY_KINDS,
-    SIGNAL_OF_KIND,
     check_blocks,
     check_code,
     enough_documents,
@@ -58,9 +57,6 @@ PRIORITY = (
 # the paired signals that decide get a Student-t CI (calibrated at small n, simulated in
 # tests/unit/test_sequential.py); the others a percentile bootstrap CI
 DECIDING = ("base_consistency", "base_unsupported_share")
-
-# what a failed check of each kind means for the decision: the deciding signal's name
-CHECK_SIGNALS = SIGNAL_OF_KIND
 
 # the codes of the findings that do not come from a check (those have the check's code)
 FINDING_CODES = {

@@ -68,9 +68,10 @@ from hss_gate.workflows.steps import DIRECT, Outcome, Say, Scorer, Steps, silent
 OPTIONAL_COLUMNS = ("attribution_instability", "factual_consistency")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GateRequest:
-    """What to gate: the candidate, production (default run.production_model) and where."""
+    """What to gate: the candidate, production (default run.production_model) and where.
+    Built by field name only, so a new field cannot shift the others."""
 
     candidate: str | None
     production: str | None = None

@@ -235,3 +235,14 @@ def test_the_reference_corpus_first_look_declares_no_per_category_check():
     assert len(first) == 12 and set(sizes.values()) == {1}
     assert category_checks(GATE, sorted(sizes), sizes) == []
     assert GATE.min_category_documents == 5
+
+
+def test_a_gate_request_is_built_by_field_name_only():
+    from hss_gate.workflows.gate import GateRequest, override_request
+
+    with pytest.raises(TypeError):
+        GateRequest("gguf:x", None, None, 4)  # a new field cannot shift the others
+    request = GateRequest(candidate="gguf:x", candidate_file="c.yaml", limit=4)
+    assert (request.candidate_file, request.limit, request.junit) == ("c.yaml", 4, None)
+    assert override_request(None, None) is None
+    assert override_request("alice", None) == ("alice", "")  # refused when applied
