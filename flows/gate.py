@@ -6,7 +6,8 @@ decision as an artifact. Any error before the decision becomes the decision "err
 like any other: the flow returns it and does not raise.
 
     python -m flows.gate --candidate hf:./my-checkpoint --limit 8 --out outputs/gate
-    (exit code 0 = promote, 1 = block, 2 = error, as `hss gate`)
+    python -m flows.gate --candidate-config models/candidate.yaml --junit gate.xml
+    (exit code 0 = promote, 1 = block, 2 = error, as `hss gate`; the same options)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from hss_gate.progress import plain_progress
 
 @flow(name="gate", log_prints=True)
 def gate_flow(
-    candidate: str,
+    candidate: str | None = None,
     production: str | None = None,
     params: str = "params.yaml",
     corpus: str | None = None,
@@ -38,21 +39,41 @@ def gate_flow(
     workers: int = 1,
     dask_address: str | None = None,
     chunk_size: int | None = None,
+    candidate_config: str | None = None,
+    candidate_prompt: str | None = None,
+    junit: str | None = None,
+    override_by: str | None = None,
+    override_reason: str | None = None,
 ) -> Decision:
     """Promote or block a candidate against production (hss_gate.workflows.gate).
 
     Returns the Decision ("promote", "block" or "error") after writing it to `out`
     (default gate.out). `overrides` are extra settings as `section__key`; `workers` > 1 or
-    `dask_address` fans the scoring out over Dask.
+    `dask_address` fans the scoring out over Dask. The candidate comes from `candidate` or
+    `candidate_config` (YAML: uri, generate), with its own prompt (`candidate_prompt`);
+    `junit` also writes the checks as JUnit XML; `override_by` and `override_reason` record a
+    person's override of a block, as `hss gate` does.
     """
     from hss_gate.decision_report import decision_markdown
-    from hss_gate.workflows.gate import GateRequest, run_gate
+    from hss_gate.workflows.gate import GateRequest, override_request, run_gate
 
+    request = GateRequest(
+        candidate=candidate,
+        production=production,
+        corpus=corpus,
+        limit=limit,
+        out=out,
+        candidate_generate={"prompt": candidate_prompt} if candidate_prompt else {},
+        candidate_file=candidate_config,
+        junit=junit,
+        full=full,
+        override=override_request(override_by, override_reason),
+    )
     logger = get_run_logger()
     with plain_progress(logger.info) as progress:
         outcome = run_gate(
             settings_loader(params, {"perturb__k": k, **(overrides or {})}),
-            GateRequest(candidate, production, corpus, limit, out, full=full),
+            request,
             score=DaskScorer(workers, dask_address, chunk_size),
             steps=PREFECT_STEPS,
             progress=progress,
@@ -76,13 +97,18 @@ def gate_flow(
 def main(argv: list[str] | None = None) -> int:
     """Command line: python -m flows.gate --candidate URI [...]; returns the gate's exit code."""
     parser = argparse.ArgumentParser(prog="python -m flows.gate", description=__doc__)
-    parser.add_argument("--candidate", "-c", required=True, help="model URI to promote")
+    parser.add_argument("--candidate", "-c", default=None, help="model URI to promote")
+    parser.add_argument("--candidate-config", default=None, help="YAML: uri, generate")
+    parser.add_argument("--candidate-prompt", default=None, help="the candidate's prompt")
     parser.add_argument("--production", "-p", default=None, help="default: run.production_model")
     parser.add_argument("--corpus", default=None, help="default: run.corpus")
     parser.add_argument("--out", default=None, help="default: gate.out")
     parser.add_argument("--limit", type=int, default=None, help="gate on the first N documents")
     parser.add_argument("-k", type=int, default=None, help="perturbations per strength")
     parser.add_argument("--full", action="store_true", help="no sequential stopping")
+    parser.add_argument("--junit", default=None, help="the checks as JUnit XML too")
+    parser.add_argument("--override-by", default=None, help="who overrides a block")
+    parser.add_argument("--override-reason", default=None, help="why (recorded)")
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -98,6 +124,11 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
             dask_address=args.dask_address,
             chunk_size=args.chunk_size,
+            candidate_config=args.candidate_config,
+            candidate_prompt=args.candidate_prompt,
+            junit=args.junit,
+            override_by=args.override_by,
+            override_reason=args.override_reason,
         )
     except Exception as exc:  # e.g. decision.json could not be written: never exit 0 or 1
         print(f"ERROR (exit 2): {error_message(exc)}", file=sys.stderr)

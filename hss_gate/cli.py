@@ -209,14 +209,19 @@ def gate(
     A block overridden by a person (--override-by, --override-reason) is recorded and exits 0."""
     from hss_gate import decision_report
     from hss_gate.runner import LocalScorer
-    from hss_gate.workflows.gate import GateRequest, run_gate
+    from hss_gate.workflows.gate import GateRequest, override_request, run_gate
 
-    own = {"prompt": candidate_prompt} if candidate_prompt else {}
-    override = (
-        (override_by or "", override_reason or "") if override_by or override_reason else None
-    )
     request = GateRequest(
-        candidate, production, corpus, limit, out, own, candidate_config, junit, full, override
+        candidate=candidate,
+        production=production,
+        corpus=corpus,
+        limit=limit,
+        out=out,
+        candidate_generate={"prompt": candidate_prompt} if candidate_prompt else {},
+        candidate_file=candidate_config,
+        junit=junit,
+        full=full,
+        override=override_request(override_by, override_reason),
     )
     with progress_reporter(console) as progress:
         outcome = run_gate(

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hss_gate.gate import CHECK_SIGNALS, Decision
+from hss_gate.gate import Decision, Finding
 
 VERDICT = {
     "promote": "PROMOTE",
@@ -71,10 +71,16 @@ def _signal_rows(signals: Mapping[str, Any]) -> list[list[str]]:
     ]
 
 
+def _result(check: Mapping[str, Any]) -> str:
+    if check["success"]:
+        return "pass"
+    return "FAIL" if check.get("blocking", True) else "FAIL (advisory)"
+
+
 def _check_rows(checks: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return [
         [
-            "pass" if c["success"] else "FAIL",
+            _result(c),
             c["kind"],
             c["table"],
             c["description"],
@@ -82,6 +88,39 @@ def _check_rows(checks: Sequence[Mapping[str, Any]]) -> list[list[str]]:
         ]
         for c in checks
     ]
+
+
+CATEGORY_HEADERS = ["category", "candidate", "production", "delta", "n"]
+
+
+def _category_rows(categories: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    return [
+        [
+            c["category"],
+            _num(c["candidate_hss"]),
+            _num(c["production_hss"]),
+            f"{c['delta']:+.3f}",
+            c["n"],
+        ]
+        for c in categories
+    ]
+
+
+def _coded(decision: Decision, reasons: bool) -> list[tuple[str, str]]:
+    """(text, code) of the decision's reasons or notes; a decision without findings (made by
+    hand) has its texts without codes."""
+    if not decision.findings:
+        return [(t, "") for t in (decision.reasons if reasons else decision.notes)]
+    return [(f.text, f.code) for f in decision.findings if f.is_reason == reasons]
+
+
+def _md_item(text: str, code: str) -> str:
+    return f"- {text}" + (f" (`{code}`)" if code else "")
+
+
+def _html_item(text: str, code: str) -> str:
+    code_html = f" <code>{html.escape(code)}</code>" if code else ""
+    return f"<li>{html.escape(text)}{code_html}</li>"
 
 
 def headline(decision: Decision) -> list[str]:
@@ -120,12 +159,13 @@ def decision_markdown(decision: Decision) -> str:
         "",
         "**Why**",
         "",
-        *[f"- {r}" for r in decision.reasons],
+        *[_md_item(text, code) for text, code in _coded(decision, reasons=True)],
         "",
         f"Decided by: {', '.join(decision.decided_by) or 'nothing'}.",
     ]
     if decision.notes:
-        lines += ["", "**Read with**", "", *[f"- {n}" for n in decision.notes]]
+        notes = [_md_item(text, code) for text, code in _coded(decision, reasons=False)]
+        lines += ["", "**Read with**", "", *notes]
     if m.get("signals"):
         lines += [
             "",
@@ -137,19 +177,7 @@ def decision_markdown(decision: Decision) -> str:
         )
     if m.get("categories"):
         lines += ["", "<details><summary>HSS by category</summary>", ""]
-        lines += _md_table(
-            ["category", "candidate", "production", "delta", "n"],
-            [
-                [
-                    c["category"],
-                    _num(c["candidate_hss"]),
-                    _num(c["production_hss"]),
-                    f"{c['delta']:+.3f}",
-                    c["n"],
-                ]
-                for c in m["categories"]
-            ],
-        )
+        lines += _md_table(CATEGORY_HEADERS, _category_rows(m["categories"]))
         lines += ["", "</details>"]
     if decision.checks:
         failed = [c for c in decision.checks if not c["success"]]
@@ -181,14 +209,16 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
         f"<h1 class='{esc(decision.decision)}'>hss-gate: {esc(VERDICT[decision.decision])}</h1>",
         f"<p>Candidate <code>{esc(decision.candidate)}</code> against production "
         f"<code>{esc(decision.production)}</code>; {esc(decision.created)}.</p>",
-        "<h2>Why</h2><ul>" + "".join(f"<li>{esc(r)}</li>" for r in decision.reasons) + "</ul>",
+        "<h2>Why</h2><ul>"
+        + "".join(_html_item(text, code) for text, code in _coded(decision, reasons=True))
+        + "</ul>",
         f"<p>Decided by: <b>{esc(', '.join(decision.decided_by) or 'nothing')}</b>. Consistency "
         f"checker: <code>{esc(decision.checker or 'n/a')}</code>.</p>",
     ]
     if decision.notes:
         parts.append(
             "<h2>Read with</h2><ul>"
-            + "".join(f"<li>{esc(n)}</li>" for n in decision.notes)
+            + "".join(_html_item(text, code) for text, code in _coded(decision, reasons=False))
             + "</ul>"
         )
     if m.get("signals"):
@@ -206,21 +236,7 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
         )
     if m.get("categories"):
         parts.append("<h2>HSS by category</h2>")
-        parts.append(
-            _html_table(
-                ["category", "candidate", "production", "delta", "n"],
-                [
-                    [
-                        c["category"],
-                        _num(c["candidate_hss"]),
-                        _num(c["production_hss"]),
-                        f"{c['delta']:+.3f}",
-                        c["n"],
-                    ]
-                    for c in m["categories"]
-                ],
-            )
-        )
+        parts.append(_html_table(CATEGORY_HEADERS, _category_rows(m["categories"])))
     if decision.checks:
         failed = [c for c in decision.checks if not c["success"]]
         passed = [c for c in decision.checks if c["success"]]
@@ -459,10 +475,19 @@ def monitor_html(result: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+JUNIT_SIGNALS = {
+    "consistency": "consistency",
+    "unsupported_entities": "unsupported_entities",
+    "hss": "hss.rise",
+}
+"""The paired signals JUnit shows as tests: test name -> the code of the finding that fails it."""
+
+
 def decision_junit(decision: Decision) -> str:
     """The gate as JUnit XML, which CI systems show as tests: one test per suite check and per
-    deciding signal (consistency, unsupported entities, HSS); a block fails its tests, an error
-    is one erroring test, an override is a passing test that says who and why."""
+    deciding signal (consistency, unsupported entities, HSS); a test fails when a finding with
+    its code blocked the decision, an error is one erroring test, an override is a passing test
+    that says who and why. Reads the findings' codes, never their text."""
     from xml.sax.saxutils import quoteattr
 
     cases: list[str] = []
@@ -476,15 +501,15 @@ def decision_junit(decision: Decision) -> str:
 
     if decision.decision == "error":
         case("hss-gate", "decision", decision.reasons[0], kind="error")
-    blocking = set() if decision.override else set(decision.decided_by)
-    for signal in ("consistency", "unsupported_entities", "hss"):
-        reason = next((r for r in decision.reasons if _about(r, signal)), None)
-        case("hss-gate.signals", signal, reason if signal in blocking else None)
+    blocked = _blocking(decision.findings)
+    for name, code in JUNIT_SIGNALS.items():
+        finding = next((f for f in blocked if f.code == code), None)
+        case("hss-gate.signals", name, finding.text if finding else None)
+    failed_checks = {f.check for f in blocked if f.check}
     for check in decision.checks:
-        failed = not check["success"] and check["kind"] in {
-            k for k, signal in CHECK_SIGNALS.items() if signal in blocking
-        }
+        where = f"{check['table']}.{check['name']}"
         message = f"{check['description']} (observed {_num(check['observed'])})"
+        failed = not check["success"] and where in failed_checks
         case(f"hss-gate.checks.{check['kind']}", check["name"], message if failed else None)
     if decision.override:
         case("hss-gate", f"override by {decision.override['by']}: {decision.override['reason']}")
@@ -497,10 +522,6 @@ def decision_junit(decision: Decision) -> str:
     )
 
 
-def _about(reason: str, signal: str) -> bool:
-    keys = {
-        "consistency": "factual consistency fell",
-        "unsupported_entities": "unsupported by the source rose",
-        "hss": "HSS rose",
-    }
-    return keys[signal] in reason
+def _blocking(findings: Sequence[Finding]) -> list[Finding]:
+    """The findings that blocked the decision (none once a person overrode the block)."""
+    return [f for f in findings if f.effect == "block"]

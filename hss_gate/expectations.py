@@ -1,13 +1,18 @@
-"""Great Expectations suites built from the gate thresholds; a runner that validates tables.
+"""Great Expectations: the declared checks as suites, validated on score tables (the adapter).
 
 Two layers:
 
-- `gate_expectations` / `monitor_expectations` are pure: they turn `GateSettings` into a list of
-  `ExpectationSpec` records (GX class name + kwargs), with no GX import.
+- `to_expectation` turns a declared check (hss_gate.gate_checks.Check: a code, the column, the
+  bound, blocking or advisory) into an `ExpectationSpec` (GX class name + kwargs);
+  `gate_expectations`, `monitor_expectations` and `served_expectations` do so for the checks the
+  rules declare (hss_gate.gate_checks), given the score tables' columns. No GX import.
 - `run_suites` builds one ephemeral GX context, one suite per table, validates the pandas tables
   through a Checkpoint (building Data Docs when asked) and maps every result back to its spec.
   It fails closed: a missing table, a missing column, an unknown expectation or a GX error gives a
   failed `CheckResult` with an explanatory `observed` value, never an exception.
+
+Which threshold becomes which check, and whether a failure blocks, is decided in
+hss_gate.gate_checks; this module only runs the checks and returns their results.
 """
 
 from __future__ import annotations
@@ -20,20 +25,25 @@ import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from hss_gate.summary_checks import FLAG_REASONS, FLAGS
+from hss_gate.gate_checks import (
+    CATEGORIES,
+    DOCUMENTS,
+    PERTURBATIONS,
+    Check,
+    ColumnRule,
+    Kind,
+    gate_checks,
+    monitor_checks,
+    served_checks,
+)
+from hss_gate.summary_checks import FLAGS
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from hss_gate.settings import GateSettings
-
-Kind = Literal["data", "hss", "facts", "output", "summarizes"]
-"""What a check is about: data quality, HSS (advisory unless gate.hss_blocks), the facts of the
-summaries, their form (cut mid-sentence), and whether the candidate summarizes at all."""
-
-DOCUMENTS, PERTURBATIONS, CATEGORIES = "documents", "perturbations", "categories"
 
 # Required columns of each score table, with their value ranges: (min, max); None = unbounded.
 # "bool" columns are validated as 0/1 after a cast to float.
@@ -101,7 +111,8 @@ _DOCS_SITE = "hss_gate"
 
 @dataclass(frozen=True)
 class ExpectationSpec:
-    """One check: a GX expectation class name and its kwargs, on one table."""
+    """One check as GX runs it: a GX expectation class name and its kwargs, on one table, with
+    the declared check's code and whether its failure blocks."""
 
     table: str
     kind: Kind
@@ -109,6 +120,8 @@ class ExpectationSpec:
     expectation: str
     kwargs: dict[str, Any]
     description: str
+    code: str = ""
+    blocking: bool = True
 
 
 @dataclass
@@ -130,6 +143,8 @@ class CheckResult:
     success: bool
     observed: Any
     unexpected: list[Any] = field(default_factory=list)
+    code: str = ""
+    blocking: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict."""
@@ -142,202 +157,74 @@ class CheckResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pure spec builders
+# Declared checks as GX expectations (pure)
 # ---------------------------------------------------------------------------------------------
 
-
-def _fmt(x: float) -> str:
-    """0.7 -> '0.70', 0.005 -> '0.005'."""
-    return f"{x:.2f}" if round(x, 2) == x else f"{x:g}"
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:g}%"
-
-
-def _data_specs(
-    table: str,
-    columns: Mapping[str, tuple[float | None, float | None] | str | None],
-) -> list[ExpectationSpec]:
-    specs: list[ExpectationSpec] = []
-    for column, rule in columns.items():
-        specs.append(
-            ExpectationSpec(
-                table,
-                "data",
-                f"{column}_exists",
-                "ExpectColumnToExist",
-                {"column": column},
-                f"{table} has a column '{column}'",
-            )
-        )
-        specs.append(
-            ExpectationSpec(
-                table,
-                "data",
-                f"{column}_not_null",
-                "ExpectColumnValuesToNotBeNull",
-                {"column": column},
-                f"{table}.{column} has no missing values",
-            )
-        )
-        if rule == "bool":
-            specs.append(
-                ExpectationSpec(
-                    table,
-                    "data",
-                    f"{column}_bool",
-                    "ExpectColumnValuesToBeInSet",
-                    {"column": column, "value_set": [0.0, 1.0]},
-                    f"{table}.{column} is true/false",
-                )
-            )
-        elif isinstance(rule, tuple):
-            low, high = rule
-            if low is not None and high is not None:
-                text = f"{table}.{column} is in [{_fmt(low)}, {_fmt(high)}]"
-            elif low is not None:
-                text = f"{table}.{column} >= {_fmt(low)}"
-            else:
-                text = f"{table}.{column} <= {_fmt(high)}"  # type: ignore[arg-type]
-            specs.append(
-                ExpectationSpec(
-                    table,
-                    "data",
-                    f"{column}_range",
-                    "ExpectColumnValuesToBeBetween",
-                    {"column": column, "min_value": low, "max_value": high},
-                    text,
-                )
-            )
-    return specs
+EXPECTATIONS = {
+    "column_exists": "ExpectColumnToExist",
+    "not_null": "ExpectColumnValuesToNotBeNull",
+    "in_set": "ExpectColumnValuesToBeInSet",
+    "between": "ExpectColumnValuesToBeBetween",
+    "unique": "ExpectColumnValuesToBeUnique",
+    "contains": "ExpectColumnDistinctValuesToContainSet",
+    "row_count": "ExpectTableRowCountToEqual",
+    "mean": "ExpectColumnMeanToBeBetween",
+    "quantile": "ExpectColumnQuantileValuesToBeBetween",
+    "max": "ExpectColumnMaxToBeBetween",
+}
+"""The GX expectation that runs each kind of test (hss_gate.gate_checks.Test)."""
 
 
-def _row_count(table: str, n: int, what: str) -> ExpectationSpec:
+def _kwargs(check: Check) -> dict[str, Any]:
+    """The GX kwargs of a declared check."""
+    if check.test == "row_count":
+        return {"value": int(check.high or 0)}
+    kwargs: dict[str, Any] = {"column": check.column}
+    if check.test in ("in_set", "contains"):
+        kwargs["value_set"] = list(check.values)
+    elif check.test == "quantile":
+        kwargs["quantile_ranges"] = {
+            "quantiles": [check.quantile],
+            "value_ranges": [[check.low, check.high]],
+        }
+        # linear interpolation = numpy's default, as in the baseline's hss_p95
+        kwargs["allow_relative_error"] = "linear"
+    elif check.test in ("between", "mean", "max"):
+        kwargs |= {"min_value": check.low, "max_value": check.high}
+    if check.max_share is not None:
+        # rounded so that a share exactly at the ceiling passes (1 - 0.3 != 0.7 in floats)
+        kwargs["mostly"] = round(1.0 - check.max_share, 12)
+    if check.where is not None:
+        column, value = check.where
+        kwargs["row_condition"] = {
+            "type": "comparison",
+            "column": {"name": column},
+            "operator": "==",
+            "parameter": value,
+        }
+    return kwargs
+
+
+def to_expectation(check: Check) -> ExpectationSpec:
+    """The GX expectation that runs a declared check."""
     return ExpectationSpec(
-        table,
-        "data",
-        "row_count",
-        "ExpectTableRowCountToEqual",
-        {"value": int(n)},
-        f"{table} has {int(n)} rows (one per {what})",
+        check.table,
+        check.kind,
+        check.name,
+        EXPECTATIONS[check.test],
+        _kwargs(check),
+        check.description,
+        code=check.code,
+        blocking=check.blocking,
     )
 
 
-def _absolute_severity(
-    gate: GateSettings, optional_columns: Collection[str]
-) -> list[ExpectationSpec]:
-    t = DOCUMENTS
-    specs = [
-        ExpectationSpec(
-            t,
-            "hss",
-            "mean_hss",
-            "ExpectColumnMeanToBeBetween",
-            {"column": "hss", "min_value": None, "max_value": gate.max_mean_hss},
-            f"mean HSS <= {_fmt(gate.max_mean_hss)}",
-        ),
-        ExpectationSpec(
-            t,
-            "hss",
-            "p95_hss",
-            "ExpectColumnQuantileValuesToBeBetween",
-            {
-                "column": "hss",
-                "quantile_ranges": {
-                    "quantiles": [0.95],
-                    "value_ranges": [[None, gate.max_p95_hss]],
-                },
-                # linear interpolation = numpy's default, as in the baseline's hss_p95
-                "allow_relative_error": "linear",
-            },
-            f"95th percentile of HSS <= {_fmt(gate.max_p95_hss)}",
-        ),
-        ExpectationSpec(
-            t,
-            "hss",
-            "share_above_severity",
-            "ExpectColumnValuesToBeBetween",
-            {
-                "column": "hss",
-                "min_value": None,
-                "max_value": gate.severity_level,
-                # rounded so that a share exactly at the ceiling passes (1 - 0.3 != 0.7 in floats)
-                "mostly": round(1.0 - gate.max_share_above, 12),
-            },
-            f"at most {_pct(gate.max_share_above)} of documents have HSS > "
-            f"{_fmt(gate.severity_level)}",
-        ),
-        ExpectationSpec(
-            t,
-            "facts",
-            "mean_unsupported_share",
-            "ExpectColumnMeanToBeBetween",
-            {
-                "column": "base_unsupported_share",
-                "min_value": None,
-                "max_value": gate.max_unsupported_share,
-            },
-            "mean share of summary entities/numbers not in the source <= "
-            f"{_fmt(gate.max_unsupported_share)}",
-        ),
-        ExpectationSpec(
-            t,
-            "output",
-            "truncated_share",
-            "ExpectColumnMeanToBeBetween",
-            {"column": "base_truncated", "min_value": None, "max_value": gate.max_truncated_share},
-            f"share of summaries cut mid-sentence <= {_fmt(gate.max_truncated_share)}",
-        ),
-    ]
-    if (
-        "attribution_instability" in optional_columns
-        and gate.max_attribution_instability is not None
-    ):
-        specs.append(
-            ExpectationSpec(
-                t,
-                "hss",
-                "mean_attribution_instability",
-                "ExpectColumnMeanToBeBetween",
-                {
-                    "column": "attribution_instability",
-                    "min_value": None,
-                    "max_value": gate.max_attribution_instability,
-                },
-                f"mean attribution instability <= {_fmt(gate.max_attribution_instability)}",
-            )
-        )
-    specs.append(
-        ExpectationSpec(
-            t,
-            "facts",
-            "low_consistency_share",
-            "ExpectColumnMeanToBeBetween",
-            {
-                "column": "base_low_consistency",
-                "min_value": None,
-                "max_value": gate.max_low_consistency_share,
-            },
-            "share of summaries the consistency checker finds unsupported <= "
-            f"{_fmt(gate.max_low_consistency_share)}",
-        )
-    )
-    specs += [
-        ExpectationSpec(
-            t,
-            "summarizes",
-            f"{flag}_share",
-            "ExpectColumnMeanToBeBetween",
-            {"column": f"base_{flag}", "min_value": None, "max_value": gate.max_not_summary_share},
-            f"share of {FLAG_REASONS[flag]} <= {_fmt(gate.max_not_summary_share)}",
-        )
-        for flag in FLAGS
-    ]
-    return specs
-
-
-def _document_columns(optional_columns: Collection[str], skip: Collection[str] = ()) -> dict:
+def _document_columns(
+    optional_columns: Collection[str], skip: Collection[str] = ()
+) -> dict[str, ColumnRule]:
+    unknown = set(optional_columns) - set(OPTIONAL_DOCUMENT_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown optional columns: {sorted(unknown)}")
     columns = {c: r for c, r in DOCUMENT_COLUMNS.items() if c not in skip}
     columns.update({c: r for c, r in OPTIONAL_DOCUMENT_COLUMNS.items() if c in optional_columns})
     return columns
@@ -350,109 +237,53 @@ def gate_expectations(
     n_documents: int,
     n_perturbations: int,
     optional_columns: Collection[str] = (),
+    category_sizes: Mapping[str, int] | None = None,
 ) -> list[ExpectationSpec]:
-    """Data-quality checks on the three score tables plus the gate's severity thresholds.
+    """The gate's checks (hss_gate.gate_checks.gate_checks) on the three score tables.
 
     `categories` are the categories of the reference corpus: each must appear in the documents
-    and have exactly one row in the categories table, whose delta (candidate - production mean HSS)
-    must not exceed `gate.category_margin`. `optional_columns` names the optional document columns
-    the score table has (their checks are added only then).
+    and have exactly one row in the categories table. `category_sizes` (documents per category
+    in this look) limits the per-category checks to the categories with enough documents.
+    `optional_columns` names the optional document columns the score table has (their checks
+    are added only then).
     """
-    unknown = set(optional_columns) - set(OPTIONAL_DOCUMENT_COLUMNS)
-    if unknown:
-        raise ValueError(f"unknown optional columns: {sorted(unknown)}")
-    cats = [str(c) for c in categories]
-    specs = _data_specs(DOCUMENTS, _document_columns(optional_columns))
-    specs += [
-        ExpectationSpec(
-            DOCUMENTS,
-            "data",
-            "doc_id_unique",
-            "ExpectColumnValuesToBeUnique",
-            {"column": "doc_id"},
-            "documents.doc_id is unique",
-        ),
-        ExpectationSpec(
-            DOCUMENTS,
-            "data",
-            "categories_present",
-            "ExpectColumnDistinctValuesToContainSet",
-            {"column": "category", "value_set": cats},
-            f"documents cover every category ({len(cats)})",
-        ),
-        _row_count(DOCUMENTS, n_documents, "document"),
-    ]
-    specs += _data_specs(PERTURBATIONS, PERTURBATION_COLUMNS)
-    specs.append(_row_count(PERTURBATIONS, n_perturbations, "perturbation"))
-    specs += _data_specs(CATEGORIES, CATEGORY_COLUMNS)
-    specs += [
-        ExpectationSpec(
-            CATEGORIES,
-            "data",
-            "category_unique",
-            "ExpectColumnValuesToBeUnique",
-            {"column": "category"},
-            "categories.category is unique",
-        ),
-        ExpectationSpec(
-            CATEGORIES,
-            "data",
-            "categories_present",
-            "ExpectColumnDistinctValuesToContainSet",
-            {"column": "category", "value_set": cats},
-            f"categories table covers every category ({len(cats)})",
-        ),
-        _row_count(CATEGORIES, len(cats), "category"),
-    ]
-    specs += _absolute_severity(gate, optional_columns)
-    specs += [
-        ExpectationSpec(
-            CATEGORIES,
-            "hss",
-            f"category_delta[{cat}]",
-            "ExpectColumnMaxToBeBetween",
-            {
-                "column": "delta",
-                "min_value": None,
-                "max_value": gate.category_margin,
-                "row_condition": {
-                    "type": "comparison",
-                    "column": {"name": "category"},
-                    "operator": "==",
-                    "parameter": cat,
-                },
-            },
-            f"category '{cat}': mean HSS rises by <= {_fmt(gate.category_margin)} over production",
-        )
-        for cat in cats
-    ]
-    return specs
+    schema = {
+        DOCUMENTS: _document_columns(optional_columns),
+        PERTURBATIONS: PERTURBATION_COLUMNS,
+        CATEGORIES: CATEGORY_COLUMNS,
+    }
+    checks = gate_checks(
+        gate,
+        schema=schema,
+        categories=categories,
+        n_documents=n_documents,
+        n_perturbations=n_perturbations,
+        optional_columns=optional_columns,
+        category_sizes=category_sizes,
+    )
+    return [to_expectation(c) for c in checks]
 
 
 def monitor_expectations(
     gate: GateSettings, *, n_documents: int, optional_columns: Collection[str] = ()
 ) -> list[ExpectationSpec]:
-    """The live monitor's subset: data quality + absolute severity, on the documents table only.
+    """The live monitor's checks of the rescored samples, on the documents table only.
 
     No categories table and no category coverage (live traffic has no known categories);
     `category` and `tier` are not required.
     """
-    unknown = set(optional_columns) - set(OPTIONAL_DOCUMENT_COLUMNS)
-    if unknown:
-        raise ValueError(f"unknown optional columns: {sorted(unknown)}")
-    specs = _data_specs(DOCUMENTS, _document_columns(optional_columns, MONITOR_SKIPPED_COLUMNS))
-    specs += [
-        ExpectationSpec(
-            DOCUMENTS,
-            "data",
-            "doc_id_unique",
-            "ExpectColumnValuesToBeUnique",
-            {"column": "doc_id"},
-            "documents.doc_id is unique",
-        ),
-        _row_count(DOCUMENTS, n_documents, "sampled document"),
-    ]
-    return specs + _absolute_severity(gate, optional_columns)
+    columns = _document_columns(optional_columns, MONITOR_SKIPPED_COLUMNS)
+    checks = monitor_checks(
+        gate, columns=columns, n_documents=n_documents, optional_columns=optional_columns
+    )
+    return [to_expectation(c) for c in checks]
+
+
+def served_expectations(gate: GateSettings, *, n_documents: int) -> list[ExpectationSpec]:
+    """The served summaries' checks (`hss monitor`, also `--served-only`): data quality of
+    their signals and whether they are summaries at all (empty, copies, overlong, foreign)."""
+    checks = served_checks(gate, columns=SERVED_COLUMNS, n_documents=n_documents)
+    return [to_expectation(c) for c in checks]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -675,112 +506,121 @@ def _validate_tables(
     results: list[CheckResult | None],
     docs_dir: Path | None,
 ) -> None:
-    import great_expectations as gx
-    from great_expectations.checkpoint import Checkpoint, UpdateDataDocsAction
-
-    classes = _gx_classes()
+    """One suite and Checkpoint per table; fills `results` (a failed result for anything that
+    could not be evaluated)."""
     ctx = _context(docs_dir)
     source = ctx.data_sources.add_pandas("hss_gate")
     for table, indices in by_table.items():
         df = _prepare(tables[table])
-        columns = {str(c) for c in df.columns}
-        expectations = []
-        sent: list[int] = []
-        for i in indices:
-            spec = specs[i]
-            missing = [
-                c
-                for c in _referenced_columns(spec)
-                if c not in columns and spec.expectation != "ExpectColumnToExist"
-            ]
-            if missing:
-                results[i] = CheckResult.failed(
-                    spec, f"column '{missing[0]}' is missing from table '{table}'"
-                )
-                continue
-            cls = classes.get(spec.expectation)
-            if cls is None:
-                results[i] = CheckResult.failed(
-                    spec, f"unknown GX expectation '{spec.expectation}'"
-                )
-                continue
-            try:
-                expectations.append(
-                    cls(
-                        **_for_gx(spec.kwargs),
-                        description=_for_gx(spec.description),
-                        meta={"hss_gate": {"index": i, "name": spec.name, "kind": spec.kind}},
-                    )
-                )
-            except Exception as exc:  # invalid kwargs: fail closed
-                results[i] = CheckResult.failed(spec, f"invalid expectation: {exc}")
-                continue
-            sent.append(i)
+        expectations, sent = _expectations(table, df, specs, indices, results)
         if not sent:
             continue
         try:
-            # built in one go: add_expectation() is quadratic and drops "equal" expectations
-            suite = ctx.suites.add(
-                gx.ExpectationSuite(name=f"hss_gate.{table}", expectations=expectations)
-            )
-            batch = source.add_dataframe_asset(table).add_batch_definition_whole_dataframe("whole")
-            definition = ctx.validation_definitions.add(
-                gx.ValidationDefinition(name=f"hss_gate.{table}", data=batch, suite=suite)
-            )
-            actions = (
-                [UpdateDataDocsAction(name="data_docs", site_names=[_DOCS_SITE])]
-                if docs_dir is not None
-                else []
-            )
-            checkpoint = ctx.checkpoints.add(
-                Checkpoint(
-                    name=f"hss_gate.{table}",
-                    validation_definitions=[definition],
-                    actions=actions,
-                    result_format="SUMMARY",
-                )
-            )
-            run = checkpoint.run(batch_parameters={"dataframe": df})
+            run = _checkpoint(ctx, source, table, df, expectations, docs_dir)
         except Exception as exc:  # a GX failure must not let a candidate through
             for i in sent:
                 results[i] = CheckResult.failed(specs[i], f"GX validation failed: {exc}")
             continue
-        for validation in run.run_results.values():
-            for gx_result in validation.results:
-                meta = (gx_result.expectation_config.meta or {}).get("hss_gate", {})
-                i = meta.get("index")
-                if i not in sent:
-                    continue
-                spec = specs[i]
-                observed, unexpected = _from_gx(_observed(spec, gx_result))
-                success = bool(gx_result.success) and not (
-                    isinstance(observed, str) and observed.startswith("GX error")
-                )
-                results[i] = CheckResult(
-                    **asdict(spec),
-                    success=success,
-                    observed=_jsonable(observed),
-                    unexpected=_jsonable(unexpected),
-                )
+        _collect(run, specs, sent, results)
         for i in sent:
             if results[i] is None:
                 results[i] = CheckResult.failed(specs[i], "GX returned no result for this check")
 
 
-def served_expectations(gate: GateSettings, *, n_documents: int) -> list[ExpectationSpec]:
-    """The served summaries' checks (`hss monitor`, also `--served-only`): data quality of
-    their signals and whether they are summaries at all (empty, copies, overlong, foreign)."""
-    specs = _data_specs(DOCUMENTS, SERVED_COLUMNS)
-    specs.append(_row_count(DOCUMENTS, n_documents, "served summary"))
-    specs += [
-        ExpectationSpec(
-            DOCUMENTS,
-            "summarizes",
-            f"served_{flag}_share",
-            "ExpectColumnMeanToBeBetween",
-            {"column": f"live_{flag}", "min_value": None, "max_value": gate.max_not_summary_share},
-            f"share of served {FLAG_REASONS[flag]} <= {_fmt(gate.max_not_summary_share)}",
+def _expectations(
+    table: str,
+    df: pd.DataFrame,
+    specs: Sequence[ExpectationSpec],
+    indices: Sequence[int],
+    results: list[CheckResult | None],
+) -> tuple[list[Any], list[int]]:
+    """The GX expectations of one table's specs and the indices of the specs they run; a spec
+    that cannot run (a missing column, an unknown expectation, bad kwargs) fails here."""
+    classes = _gx_classes()
+    columns = {str(c) for c in df.columns}
+    expectations: list[Any] = []
+    sent: list[int] = []
+    for i in indices:
+        spec = specs[i]
+        missing = [
+            c
+            for c in _referenced_columns(spec)
+            if c not in columns and spec.expectation != "ExpectColumnToExist"
+        ]
+        if missing:
+            results[i] = CheckResult.failed(
+                spec, f"column '{missing[0]}' is missing from table '{table}'"
+            )
+            continue
+        cls = classes.get(spec.expectation)
+        if cls is None:
+            results[i] = CheckResult.failed(spec, f"unknown GX expectation '{spec.expectation}'")
+            continue
+        try:
+            expectations.append(
+                cls(
+                    **_for_gx(spec.kwargs),
+                    description=_for_gx(spec.description),
+                    meta={"hss_gate": {"index": i, "name": spec.name, "kind": spec.kind}},
+                )
+            )
+        except Exception as exc:  # invalid kwargs: fail closed
+            results[i] = CheckResult.failed(spec, f"invalid expectation: {exc}")
+            continue
+        sent.append(i)
+    return expectations, sent
+
+
+def _checkpoint(
+    ctx: Any, source: Any, table: str, df: pd.DataFrame, expectations: list[Any], docs_dir: Any
+) -> Any:
+    """Run one table's suite through a Checkpoint (with a Data Docs action when asked)."""
+    import great_expectations as gx
+    from great_expectations.checkpoint import Checkpoint, UpdateDataDocsAction
+
+    # built in one go: add_expectation() is quadratic and drops "equal" expectations
+    suite = ctx.suites.add(gx.ExpectationSuite(name=f"hss_gate.{table}", expectations=expectations))
+    batch = source.add_dataframe_asset(table).add_batch_definition_whole_dataframe("whole")
+    definition = ctx.validation_definitions.add(
+        gx.ValidationDefinition(name=f"hss_gate.{table}", data=batch, suite=suite)
+    )
+    actions = (
+        [UpdateDataDocsAction(name="data_docs", site_names=[_DOCS_SITE])]
+        if docs_dir is not None
+        else []
+    )
+    checkpoint = ctx.checkpoints.add(
+        Checkpoint(
+            name=f"hss_gate.{table}",
+            validation_definitions=[definition],
+            actions=actions,
+            result_format="SUMMARY",
         )
-        for flag in FLAGS
-    ]
-    return specs
+    )
+    return checkpoint.run(batch_parameters={"dataframe": df})
+
+
+def _collect(
+    run: Any,
+    specs: Sequence[ExpectationSpec],
+    sent: Sequence[int],
+    results: list[CheckResult | None],
+) -> None:
+    """Each GX result back to the spec it ran (by the index kept in its meta)."""
+    for validation in run.run_results.values():
+        for gx_result in validation.results:
+            meta = (gx_result.expectation_config.meta or {}).get("hss_gate", {})
+            i = meta.get("index")
+            if i not in sent:
+                continue
+            spec = specs[i]
+            observed, unexpected = _from_gx(_observed(spec, gx_result))
+            success = bool(gx_result.success) and not (
+                isinstance(observed, str) and observed.startswith("GX error")
+            )
+            results[i] = CheckResult(
+                **asdict(spec),
+                success=success,
+                observed=_jsonable(observed),
+                unexpected=_jsonable(unexpected),
+            )

@@ -1,4 +1,10 @@
-"""The promotion decision: paired comparison with production, threshold checks, drift (pure)."""
+"""The promotion decision: paired comparison with production, threshold checks, drift (pure).
+
+Which signal blocks, at what threshold and at which look lives here and in hss_gate.gate_checks
+(the checks); hss_gate.expectations only runs the checks. Every reason and note of a decision is
+a `Finding` with a stable code (FINDING_CODES and hss_gate.gate_checks.CODES): reports, JUnit and
+users' CI read the codes, never the English text.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,19 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from hss_gate.errors import InputError
+from hss_gate.gate_checks import (
+    EARLY_KINDS,
+    check_blocks,
+    check_code,
+    enough_documents,
+    signal_of,
+)
+from hss_gate.sequential import clearly_not_worse
 from hss_gate.settings import GateSettings
 from hss_gate.severity import bootstrap_ci, paired_bootstrap_ci, paired_t_ci
 
 EXIT_CODES = {"promote": 0, "block": 1, "error": 2}
+SCHEMA_VERSION = "2"  # of decision.json and monitor.json: 2 added schema_version and findings
 
 # per-document signals compared between candidate and production: (column, label)
 PAIRED_SIGNALS = (
@@ -43,23 +58,53 @@ PRIORITY = (
 # tests/unit/test_sequential.py); the others a percentile bootstrap CI
 DECIDING = ("base_consistency", "base_unsupported_share")
 
-# what a failed check of each kind means for the decision: the deciding signal's name
-CHECK_SIGNALS = {
-    "summarizes": "not_summarizing",
-    "facts": "facts",
-    "output": "form",
-    "data": "data",
-    "hss": "hss",
+# the codes of the findings that do not come from a check (those have the check's code)
+FINDING_CODES = {
+    "consistency": "consistency fell significantly beyond gate.consistency_margin",
+    "unsupported_entities": "unsupported entities/numbers rose beyond gate.unsupported_margin",
+    "hss.rise": "HSS rose significantly beyond gate.margin",
+    "drift": "the score distributions drifted from production",
+    "hss.rewriting": "HSS read beside the rewriting (novel n-gram share)",
+    "hss.paraphrase": "an HSS rise that looks like paraphrase, not factual error",
+    "categories.too_small": "categories with fewer than gate.min_category_documents documents",
+    "within_margins": "promoted: nothing blocked",
+    "production.restored": "how production's summaries were obtained (the workflow)",
+    "sequential.documents": "how many documents and looks decided (the workflow)",
+    "override": "a person overrode a block",
+    "error": "the gate could not decide",
 }
+
+Effect = Literal["block", "advisory", "note", "promote", "error", "override", "overridden"]
+REASON_EFFECTS = ("block", "promote", "error", "override", "overridden")
+
+
+class Finding(BaseModel):
+    """One reason or note of a decision: its stable code, the deciding signal it is about (a
+    `decided_by` value), what it did to the decision, and its text. `check` names the check
+    it comes from (table.name), if any."""
+
+    code: str
+    signal: str
+    effect: Effect
+    text: str
+    check: str | None = None
+
+    @property
+    def is_reason(self) -> bool:
+        """A reason (the decision's why) rather than a note (read with it)."""
+        return self.effect in REASON_EFFECTS
 
 
 class Decision(BaseModel):
-    """decision.json: the contract the CI workflow and reviewers read."""
+    """decision.json: the contract the CI workflow and reviewers read. `reasons` and `notes`
+    are the English texts of `findings`, which carry their codes."""
 
+    schema_version: str = SCHEMA_VERSION
     decision: Literal["promote", "block", "error"]
     reasons: list[str]
     metrics: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
     checks: list[dict[str, Any]] = Field(default_factory=list)
     drift: dict[str, Any] | None = None
     decided_by: list[str] = Field(default_factory=list)
@@ -73,6 +118,19 @@ class Decision(BaseModel):
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.decision]
+
+    def add_note(self, code: str, text: str, signal: str = "") -> None:
+        """Append a note (and its finding)."""
+        self.notes.append(text)
+        self.findings.append(Finding(code=code, signal=signal, effect="note", text=text))
+
+
+def _texts(findings: Sequence[Finding]) -> dict[str, list[str]]:
+    """The reasons and notes of findings, as a Decision keeps them."""
+    return {
+        "reasons": [f.text for f in findings if f.is_reason],
+        "notes": [f.text for f in findings if not f.is_reason],
+    }
 
 
 def apply_override(decision: Decision, by: str, reason: str) -> Decision:
@@ -89,20 +147,40 @@ def apply_override(decision: Decision, by: str, reason: str) -> Decision:
         "blocked_by": list(decision.decided_by),
         "blocked_reasons": list(decision.reasons),
     }
+    text = f"block overridden by {record['by']}: {record['reason']}"
+    findings = [Finding(code="override", signal="override", effect="override", text=text)]
+    findings += [
+        f.model_copy(update={"effect": "overridden", "text": f"(the gate had blocked: {f.text})"})
+        if f.is_reason
+        else f
+        for f in _findings_of(decision)
+    ]
     return decision.model_copy(
         update={
             "decision": "promote",
-            "reasons": [f"block overridden by {record['by']}: {record['reason']}"]
-            + [f"(the gate had blocked: {r})" for r in decision.reasons],
+            "reasons": _texts(findings)["reasons"],
+            "findings": findings,
             "decided_by": ["override"],
             "override": record,
         }
     )
 
 
+def _findings_of(decision: Decision) -> list[Finding]:
+    """A decision's findings; one made without them (e.g. by hand) gets uncoded ones."""
+    if decision.findings:
+        return list(decision.findings)
+    effect: Effect = "block" if decision.decision == "block" else "promote"
+    return [Finding(code="", signal="", effect=effect, text=r) for r in decision.reasons] + [
+        Finding(code="", signal="", effect="note", text=n) for n in decision.notes
+    ]
+
+
 def error_decision(message: str, **context: Any) -> Decision:
     """The fail-closed decision when any step could not run."""
-    return Decision(decision="error", reasons=[f"could not decide: {message}"], **context)
+    text = f"could not decide: {message}"
+    finding = Finding(code="error", signal="error", effect="error", text=text)
+    return Decision(decision="error", reasons=[text], findings=[finding], **context)
 
 
 def paired_rows(
@@ -194,96 +272,176 @@ def decide(
     facts check fails), or when a data or form check fails; HSS rises and HSS checks block only
     with `gate.hss_blocks` (otherwise they are reported beside the facts); drift blocks only
     with `gate.block_on_drift`. `decided_by` names the signals that decided."""
-    signals = comparison["signals"]
-    n = comparison["documents"]
-    level = f"{round(comparison['confidence'] * 100)}%"
-    blocking: list[tuple[str, str]] = []  # (signal, reason)
-    notes: list[str] = []
+    findings = [
+        *check_findings(checks, gate),
+        *category_findings(comparison["categories"], gate),
+        *paired_findings(comparison, gate),
+        *drift_findings(drift, gate),
+    ]
+    blocks = sorted((f for f in findings if f.effect == "block"), key=_priority)
+    findings += reading_notes(comparison["signals"], gate, blocks)
+    promoted = Finding(
+        code="within_margins",
+        signal="checks",
+        effect="promote",
+        text="no check failed; the summaries' consistency did not fall and their unsupported "
+        "entities/numbers did not rise significantly beyond the margins",
+    )
+    ordered = (blocks or [promoted]) + [f for f in findings if f.effect != "block"]
+    decided_by = list(dict.fromkeys(f.signal for f in blocks))
+    return Decision(
+        decision="block" if blocks else "promote",
+        **_texts(ordered),
+        findings=ordered,
+        metrics=_metrics(comparison, checks, gate),
+        checks=[dict(c) for c in checks],
+        drift=dict(drift) if drift else None,
+        decided_by=decided_by or ["consistency", "unsupported_entities", "checks"],
+        **context,
+    )
 
-    failed = [c for c in checks if not c["success"]]
-    for check in failed:
-        signal = CHECK_SIGNALS.get(check["kind"], check["kind"])
+
+def _priority(finding: Finding) -> int:
+    return PRIORITY.index(finding.signal) if finding.signal in PRIORITY else len(PRIORITY)
+
+
+def _judged(code: str, signal: str, text: str, blocks: bool, check: str | None = None) -> Finding:
+    """A finding that blocks, or is reported as advisory."""
+    if blocks:
+        return Finding(code=code, signal=signal, effect="block", text=text, check=check)
+    text = f"advisory (reported, not blocking): {text}"
+    return Finding(code=code, signal=signal, effect="advisory", text=text, check=check)
+
+
+def check_findings(checks: Sequence[Mapping[str, Any]], gate: GateSettings) -> list[Finding]:
+    """A finding for every failed check: blocking, or advisory for the kinds that are only
+    reported (hss_gate.gate_checks.check_blocks)."""
+    findings = []
+    for check in checks:
+        if check["success"]:
+            continue
         observed = _observed(check["observed"])
         if check["kind"] == "summarizes":
-            reason = (
-                f"the candidate does not summarize: {check['description']} (observed {observed})"
-            )
+            text = f"the candidate does not summarize: {check['description']} (observed {observed})"
         else:
-            reason = (
+            text = (
                 f"{check['kind']} check failed on {check['table']}: {check['description']} "
                 f"(observed {observed})"
             )
-        if check["kind"] in gate.advisory_kinds():
-            notes.append(f"advisory (reported, not blocking): {reason}")
-        else:
-            blocking.append((signal, reason))
+        where = f"{check['table']}.{check.get('name', '')}"
+        blocks = check_blocks(check["kind"], gate)
+        findings.append(
+            _judged(check_code(check), signal_of(check["kind"]), text, blocks, check=where)
+        )
+    return findings
 
+
+def category_findings(categories: Sequence[Mapping[str, Any]], gate: GateSettings) -> list[Finding]:
+    """One note when some categories have too few documents to be checked on their own (their
+    per-category checks are not declared: hss_gate.gate_checks.category_checks)."""
+    small = [c for c in categories if not enough_documents(int(c["n"]), gate)]
+    if not small:
+        return []
+    text = (
+        "per-category HSS not checked where a category has fewer than "
+        f"{gate.min_category_documents} documents (gate.min_category_documents): "
+        f"{len(small)} of {len(categories)} categories, at most {max(c['n'] for c in small)} "
+        "document(s) each in this look"
+    )
+    return [Finding(code="categories.too_small", signal="hss", effect="note", text=text)]
+
+
+def paired_findings(comparison: Mapping[str, Any], gate: GateSettings) -> list[Finding]:
+    """The paired differences that go beyond their margins with confidence: consistency falls
+    and unsupported entities/numbers rise (blocking), HSS rises (advisory unless
+    gate.hss_blocks)."""
+    signals, n = comparison["signals"], comparison["documents"]
+    level = f"{round(comparison['confidence'] * 100)}%"
+    findings = []
     consistency = signals.get("base_consistency")
     if consistency and consistency["ci_high"] < -gate.consistency_margin:
-        blocking.append(
-            (
-                "consistency",
-                "the summaries' factual consistency fell beyond the margin "
-                f"{gate.consistency_margin}: {_fmt_diff(consistency)}, paired Student-t {level} "
-                f"CI over {n} documents",
-            )
+        text = (
+            "the summaries' factual consistency fell beyond the margin "
+            f"{gate.consistency_margin}: {_fmt_diff(consistency)}, paired Student-t {level} "
+            f"CI over {n} documents"
         )
+        findings.append(_judged("consistency", "consistency", text, blocks=True))
     unsupported = signals.get("base_unsupported_share")
     if unsupported and unsupported["ci_low"] > gate.unsupported_margin:
-        blocking.append(
-            (
-                "unsupported_entities",
-                "the share of summary entities/numbers unsupported by the source rose beyond the "
-                f"margin {gate.unsupported_margin}: {_fmt_diff(unsupported)}",
-            )
+        text = (
+            "the share of summary entities/numbers unsupported by the source rose beyond the "
+            f"margin {gate.unsupported_margin}: {_fmt_diff(unsupported)}"
         )
+        findings.append(_judged("unsupported_entities", "unsupported_entities", text, True))
     hss = signals["hss"]
-    hss_rise = hss["ci_low"] > gate.margin
-    if hss_rise:
-        reason = (
+    if hss["ci_low"] > gate.margin:
+        text = (
             f"HSS rose significantly beyond the margin {gate.margin}: {_fmt_diff(hss)}, "
             f"paired bootstrap {level} CI over {n} documents"
         )
-        if gate.hss_blocks:
-            blocking.append(("hss", reason))
-        else:
-            notes.append(f"advisory (reported, not blocking): {reason}")
-    if drift and drift.get("drifted"):
-        message = "score distributions drifted from production: " + ", ".join(
-            drift.get("drifted_columns", [])
-        )
-        if gate.block_on_drift:
-            blocking.append(("drift", message))
-        else:
-            notes.append(message)
+        findings.append(_judged("hss.rise", "hss", text, blocks=gate.hss_blocks))
+    return findings
 
+
+def drift_findings(drift: Mapping[str, Any] | None, gate: GateSettings) -> list[Finding]:
+    """Drift of the score distributions: blocking with gate.block_on_drift, else reported."""
+    if not (drift and drift.get("drifted")):
+        return []
+    text = "score distributions drifted from production: " + ", ".join(
+        drift.get("drifted_columns", [])
+    )
+    effect: Effect = "block" if gate.block_on_drift else "advisory"
+    return [Finding(code="drift", signal="drift", effect=effect, text=text)]
+
+
+def reading_notes(
+    signals: Mapping[str, Any], gate: GateSettings, blocks: Sequence[Finding]
+) -> list[Finding]:
+    """HSS beside rewriting, and whether an HSS rise looks like paraphrase (more rewriting and
+    no fact got worse)."""
     rewriting = signals.get("base_novel_ngram_share")
-    if rewriting:
-        notes.append(
-            f"HSS {_fmt_diff(hss)} beside rewriting (novel n-gram share) {_fmt_diff(rewriting)}: "
-            "HSS moves with paraphrasing, so read an HSS change next to the rewriting change."
+    if not rewriting:
+        return []
+    hss = signals["hss"]
+    notes = [
+        Finding(
+            code="hss.rewriting",
+            signal="hss",
+            effect="note",
+            text=f"HSS {_fmt_diff(hss)} beside rewriting (novel n-gram share) "
+            f"{_fmt_diff(rewriting)}: HSS moves with paraphrasing, so read an HSS change next "
+            "to the rewriting change.",
         )
-        facts_worse = any(
-            s in {"consistency", "unsupported_entities", "facts"} for s, _ in blocking
+    ]
+    facts_worse = any(f.signal in {"consistency", "unsupported_entities", "facts"} for f in blocks)
+    if hss["ci_low"] > gate.margin and rewriting["ci_low"] > 0 and not facts_worse:
+        text = (
+            "the HSS rise comes with more rewriting and no significant loss of consistency or "
+            "rise in unsupported entities/numbers: it looks like paraphrase, not factual error."
         )
-        if hss_rise and rewriting["ci_low"] > 0 and not facts_worse:
-            notes.append(
-                "the HSS rise comes with more rewriting and no significant loss of consistency or "
-                "rise in unsupported entities/numbers: it looks like paraphrase, not factual error."
-            )
+        notes.append(Finding(code="hss.paraphrase", signal="hss", effect="note", text=text))
+    return notes
+
+
+def _metrics(
+    comparison: Mapping[str, Any], checks: Sequence[Mapping[str, Any]], gate: GateSettings
+) -> dict[str, Any]:
+    signals, hss = comparison["signals"], comparison["signals"]["hss"]
+    failed = sum(not c["success"] for c in checks)
     metrics = {
-        "documents": n,
+        "documents": comparison["documents"],
         "hss_candidate": hss["candidate"],
         "hss_production": hss["production"],
         "hss_difference": hss["difference"],
         "hss_difference_ci": [hss["ci_low"], hss["ci_high"]],
         "hss_candidate_ci": comparison["candidate_hss_ci"],
         "margin": gate.margin,
-        "checks_passed": len(checks) - len(failed),
-        "checks_failed": len(failed),
+        "checks_passed": len(checks) - failed,
+        "checks_failed": failed,
         "signals": signals,
         "categories": comparison["categories"],
     }
+    consistency = signals.get("base_consistency")
     if consistency:
         metrics["consistency"] = {
             "candidate": consistency["candidate"],
@@ -292,24 +450,28 @@ def decide(
             "difference_ci": [consistency["ci_low"], consistency["ci_high"]],
             "margin": gate.consistency_margin,
         }
-    blocking.sort(
-        key=lambda item: PRIORITY.index(item[0]) if item[0] in PRIORITY else len(PRIORITY)
-    )
-    decided_by = list(dict.fromkeys(signal for signal, _ in blocking))
-    return Decision(
-        decision="block" if blocking else "promote",
-        reasons=[r for _, r in blocking]
-        or [
-            "no check failed; the summaries' consistency did not fall and their unsupported "
-            "entities/numbers did not rise significantly beyond the margins"
-        ],
-        metrics=metrics,
-        notes=notes,
-        checks=[dict(c) for c in checks],
-        drift=dict(drift) if drift else None,
-        decided_by=decided_by or ["consistency", "unsupported_entities", "checks"],
-        **context,
-    )
+    return metrics
+
+
+def look_verdict(
+    comparison: Mapping[str, Any],
+    checks: Sequence[Mapping[str, Any]],
+    gate: GateSettings,
+    last: bool,
+) -> str:
+    """One look's verdict (hss_gate.sequential): "block" (significantly worse at this look's
+    level), "promote" (clearly not worse, or the corpus ran out unsettled), or "continue".
+    Before the last look only the paired signals and the EARLY_KINDS checks (data, the
+    candidate not summarizing) can block: an absolute share measured on a few documents is too
+    noisy to block on (it only holds back an early promotion)."""
+    early = [c for c in checks if c["kind"] in EARLY_KINDS]
+    if decide(comparison, checks if last else early, gate).decision == "block":
+        return "block"
+    margins = (gate.consistency_margin, gate.unsupported_margin)
+    advisory = gate.advisory_kinds()
+    if last or clearly_not_worse(comparison["signals"], checks, *margins, advisory):
+        return "promote"
+    return "continue"
 
 
 def _observed(value: Any) -> str:

@@ -172,6 +172,13 @@ class GateSettings(BaseModel):
     category_margin: float = Field(
         0.15, ge=0.0, le=1.0, description="per-category mean HSS may exceed production's by this"
     )
+    min_category_documents: int = Field(
+        5,
+        ge=1,
+        description="a category is checked on its own (its HSS rise, reported) only with this "
+        "many documents in the look: at 5 the standard error of a category's mean HSS "
+        "(within-category SD 0.33 on the production baseline) falls below category_margin",
+    )
     max_unsupported_share: float = Field(
         0.05, ge=0.0, le=1.0, description="mean share of summary entities/numbers not in the source"
     )

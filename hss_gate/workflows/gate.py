@@ -1,18 +1,28 @@
 """The promotion gate (`hss gate`, the `gate` flow): promote or block a candidate. Fails closed.
 
-Steps, in order: load the settings, the documents and the production constants; build both
-summarizers (a bad URI fails before any scoring); score the candidate, then production, on the
-same perturbed documents (each run's tables written to OUT/candidate/ and OUT/production/);
-compare them paired over documents; run the Great Expectations suites on the candidate's tables
-(Data Docs to OUT/data_docs/); measure score drift (OUT/drift.html, drift.json); decide
-(hss_gate.gate.decide); pick the documents that moved most; write decision.json, decision.md
-and decision.html. Any error on the way becomes the decision "error", written like any other.
+`run_gate` runs these steps, in order, and writes the decision:
+
+1. `prepare`: load the settings, the candidate's own generation settings, the documents and the
+   production constants; build both summarizers (a bad URI fails before any scoring);
+2. `restore_production`: production's stored summaries back into the cache when its
+   fingerprint matches the baseline's;
+3. `score_looks`: score both models look by look on the same perturbed documents, compare them
+   paired over documents and run the Great Expectations suites on the candidate's tables (Data
+   Docs to OUT/data_docs/), until a look settles (hss_gate.sequential);
+4. `write_runs`, `measure_drift`: each run's tables to OUT/candidate/ and OUT/production/, score
+   drift to OUT/drift.html and drift.json;
+5. `decide_gate`: the decision (hss_gate.gate.decide) with the looks and how production was
+   obtained; a person's override; the documents that moved most;
+6. `write_or_fail_closed`: decision.json, decision.md, decision.html (and JUnit XML).
+
+Any error on the way becomes the decision "error", written like any other.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,19 +33,20 @@ import pandas as pd
 from hss_gate import __version__, decision_report, report
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError, ReportError, error_message
-from hss_gate.gate import Decision, apply_override, compare, decide, error_decision
+from hss_gate.gate import (
+    Decision,
+    apply_override,
+    compare,
+    decide,
+    error_decision,
+    look_verdict,
+)
 from hss_gate.io import write_json_atomic, write_text_atomic
-from hss_gate.normalization import load_normalization
+from hss_gate.normalization import Normalization, load_normalization
 from hss_gate.pipeline import ScoreResult, merge_results
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
-from hss_gate.sequential import (
-    clearly_not_worse,
-    look_confidence,
-    look_record,
-    look_sizes,
-    stratified_order,
-)
+from hss_gate.sequential import look_confidence, look_record, look_sizes, stratified_order
 from hss_gate.settings import (
     GateSettings,
     HssSettings,
@@ -56,9 +67,10 @@ from hss_gate.workflows.score import (
 from hss_gate.workflows.steps import DIRECT, Outcome, Say, Scorer, Steps, silent
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GateRequest:
-    """What to gate: the candidate, production (default run.production_model) and where."""
+    """What to gate: the candidate, production (default run.production_model) and where.
+    Built by field name only, so a new field cannot shift the others."""
 
     candidate: str | None
     production: str | None = None
@@ -70,6 +82,12 @@ class GateRequest:
     junit: str | Path | None = None  # also write the checks as JUnit XML here
     full: bool = False  # every document, no sequential stopping
     override: tuple[str, str] | None = None  # (who, why): a human's override of a block
+
+
+def override_request(by: str | None, reason: str | None) -> tuple[str, str] | None:
+    """A GateRequest's override from --override-by and --override-reason: None when neither is
+    given; one without the other is refused when the override is applied."""
+    return (by or "", reason or "") if by or reason else None
 
 
 def decision_context(candidate: str, production: str | None) -> dict[str, str]:
@@ -112,7 +130,9 @@ def run_gate_checks(
     perturbations_per_document: int,
     docs_dir: Path | None,
 ) -> list[dict[str, Any]]:
-    """Great Expectations suites from the params.yaml thresholds; Data Docs into docs_dir."""
+    """The gate's checks (hss_gate.gate_checks) as Great Expectations suites on the documents
+    of this look (a category is checked on its own only with enough documents); Data Docs
+    into docs_dir."""
     from hss_gate.expectations import gate_expectations
 
     specs = gate_expectations(
@@ -121,6 +141,7 @@ def run_gate_checks(
         n_documents=len(docs),
         n_perturbations=len(docs) * perturbations_per_document,
         optional_columns=[c for c in OPTIONAL_COLUMNS if c in tables["documents"]],
+        category_sizes=Counter(d.category for d in docs),
     )
     return validate_tables(tables, specs, docs_dir)
 
@@ -145,26 +166,6 @@ def moved_most(candidate: ScoreResult, production: ScoreResult) -> list[dict[str
     )
 
 
-def look_verdict(
-    comparison: Mapping[str, Any],
-    checks: Sequence[Mapping[str, Any]],
-    gate: GateSettings,
-    last: bool,
-) -> str:
-    """ "block" (significantly worse at this look's level), "promote" (clearly not worse, or the
-    corpus ran out unsettled), or "continue". Before the last look only the paired signals, the
-    data checks and the candidate not summarizing can block: an absolute share measured on a
-    few documents is too noisy to block on (it only holds back an early promotion)."""
-    early = [c for c in checks if c["kind"] in ("data", "summarizes")]
-    if decide(comparison, checks if last else early, gate).decision == "block":
-        return "block"
-    margins = (gate.consistency_margin, gate.unsupported_margin)
-    advisory = gate.advisory_kinds()
-    if last or clearly_not_worse(comparison["signals"], checks, *margins, advisory):
-        return "promote"
-    return "continue"
-
-
 def write_decision(
     out: Path,
     decision: Decision,
@@ -180,6 +181,277 @@ def write_decision(
     write_text_atomic(out / "decision.html", decision_report.decision_html(decision, examples))
 
 
+@dataclass
+class Where:
+    """Who is compared and where the decision goes: known before anything can fail and
+    completed as the settings load, so that a fail-closed decision says what is known."""
+
+    candidate: str
+    production: str | None
+    out_dir: Path
+
+    def context(self) -> dict[str, str]:
+        """The Decision's context fields."""
+        return decision_context(self.candidate, self.production)
+
+
+@dataclass
+class Role:
+    """One of the two compared models: its role, URI and the settings it generates with."""
+
+    name: str
+    uri: str
+    settings: HssSettings
+
+
+@dataclass
+class GateRun:
+    """What the gate's steps share once the settings, documents and constants are loaded."""
+
+    settings: HssSettings
+    out_dir: Path
+    candidate: Role
+    production: Role
+    docs: list[Document]
+    norm: Normalization
+
+    @property
+    def roles(self) -> tuple[Role, Role]:
+        """The candidate, then production (the order they are scored in)."""
+        return self.candidate, self.production
+
+
+def candidate_settings(settings: HssSettings, own: Mapping[str, Any]) -> HssSettings:
+    """The settings the candidate generates with: production's, with its own generation
+    settings (prompt, system prompt, token budget) on top."""
+    generate = candidate_generate(settings.generate, dict(own))
+    return settings.model_copy(update={"generate": generate})
+
+
+def prepare(
+    load_settings: Callable[[], HssSettings],
+    request: GateRequest,
+    where: Where,
+    score: Scorer,
+    steps: Steps,
+) -> GateRun:
+    """Load the settings, the candidate (its URI and own generation settings, from the request
+    or its file), the documents and the production constants; build both summarizers, so a
+    bad URI fails before any scoring."""
+    settings = steps.io(load_settings)
+    where.out_dir = Path(request.out or settings.gate.out)
+    where.production = where.production or settings.run.production_model
+    file_uri, file_generate = (
+        read_candidate_file(request.candidate_file) if request.candidate_file else (None, {})
+    )
+    where.candidate = request.candidate or file_uri or ""
+    if not where.candidate:
+        raise InputError("no candidate: give --candidate URI or a candidate file with a `uri`")
+    docs = steps.io(load_documents, request.corpus or settings.run.corpus, request.limit)
+    norm = steps.io(load_normalization, settings.score.normalization)
+    own = candidate_settings(settings, file_generate | request.candidate_generate)
+    run = GateRun(
+        settings,
+        where.out_dir,
+        Role("candidate", where.candidate, own),
+        Role("production", where.production, settings),
+        docs,
+        norm,
+    )
+    for role in run.roles:
+        steps.compute(check_model, role.uri, role.settings, score.toolkit(settings).embedder)
+    return run
+
+
+def restore_production(run: GateRun, score: Scorer, steps: Steps, say: Say) -> str:
+    """Production's stored summaries and perturbations back into the cache when its
+    fingerprint matches the baseline's; one line saying what happened."""
+    stored = Path(run.settings.run.baseline_dir) / "reference"
+    tools = score.toolkit(run.settings)
+    production = run.production
+    restored = steps.io(restore_summaries, stored, production.uri, run.docs, run.settings, tools)
+    say(f"production: {restored}")
+    return restored
+
+
+@dataclass
+class Scored:
+    """Each role's runs over the looks so far, its latest run metadata, and how many summaries
+    it generated (None once a run did not say)."""
+
+    parts: dict[str, list[ScoreResult]] = field(
+        default_factory=lambda: {"candidate": [], "production": []}
+    )
+    metas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    generated: dict[str, int | None] = field(
+        default_factory=lambda: {"candidate": 0, "production": 0}
+    )
+
+    def add(self, role: str, result: ScoreResult, meta: dict[str, Any]) -> None:
+        """One more batch of a role's documents."""
+        self.parts[role].append(result)
+        self.metas[role] = meta
+        made, so_far = meta.get("summaries_generated"), self.generated[role]
+        self.generated[role] = None if made is None or so_far is None else so_far + made
+
+    def merged(self, settings: HssSettings) -> tuple[ScoreResult, ScoreResult]:
+        """The candidate's and production's runs over every document scored so far."""
+        return (
+            merge_results(self.parts["candidate"], settings),
+            merge_results(self.parts["production"], settings),
+        )
+
+
+@dataclass
+class Look:
+    """One look: both runs over the documents seen so far, compared and checked."""
+
+    documents: int
+    candidate: ScoreResult
+    production: ScoreResult
+    comparison: dict[str, Any]
+    checks: list[dict[str, Any]]
+    verdict: str
+
+
+@dataclass
+class Looks:
+    """The looks that were taken (the last one decides) and what they scored."""
+
+    planned: int
+    level: float
+    available: int
+    scored: Scored = field(default_factory=Scored)
+    taken: list[Look] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)  # as decision.json keeps them
+
+    @property
+    def last(self) -> Look:
+        """The look that settled the decision."""
+        return self.taken[-1]
+
+
+def score_looks(
+    run: GateRun, full: bool, score: Scorer, steps: Steps, progress: Progress, say: Say
+) -> Looks:
+    """Score both models look by look in a fixed stratified order (hss_gate.sequential: each
+    look at its Bonferroni-spent confidence level) until a look settles; `full`: one look."""
+    order = stratified_order(run.docs, lambda d: d.category)
+    plan = look_sizes(len(order), len({d.category for d in order}), full)
+    looks = Looks(len(plan), look_confidence(run.settings.score.confidence, len(plan)), len(order))
+    start = 0
+    for i, n in enumerate(plan):
+        say(f"look {i + 1} of {len(plan)}: {n} of {len(order)} documents")
+        for role in run.roles:
+            say(f"{role.name} {redacted_uri(role.uri)}")
+            result, meta = score(role.uri, order[start:n], role.settings, run.norm, progress)
+            looks.scored.add(role.name, result, meta)
+        look = check_look(run, looks, order[:n], i == len(plan) - 1, steps)
+        looks.taken.append(look)
+        looks.records.append(look_record(n, looks.level, look.comparison["signals"], look.verdict))
+        if look.verdict != "continue":
+            break
+        start = n
+    return looks
+
+
+def check_look(
+    run: GateRun, looks: Looks, seen: Sequence[Document], last: bool, steps: Steps
+) -> Look:
+    """Compare both runs over the documents seen at the look's confidence level, run the
+    suites on the candidate's tables and give the look's verdict (hss_gate.gate.look_verdict)."""
+    settings = run.settings
+    candidate, production = looks.scored.merged(settings)
+    at_level = settings.score.model_copy(update={"confidence": looks.level})
+    comparison = steps.compute(compare_runs, candidate, production, at_level, settings.perturb.seed)
+    checks = steps.compute(
+        run_gate_checks,
+        steps.compute(gate_tables, candidate, comparison),
+        settings.gate,
+        seen,
+        len(settings.perturb.strengths) * settings.perturb.k,
+        run.out_dir / "data_docs",
+    )
+    verdict = look_verdict(comparison, checks, settings.gate, last=last)
+    return Look(len(seen), candidate, production, comparison, checks, verdict)
+
+
+def write_runs(run: GateRun, looks: Looks, steps: Steps) -> None:
+    """Each model's score tables and report over the documents used, to OUT/<role>/."""
+    last = looks.last
+    for role, result in (("candidate", last.candidate), ("production", last.production)):
+        meta = looks.scored.metas[role] | {"documents": last.documents}
+        steps.io(report.write_outputs, run.out_dir / role, result, meta)
+
+
+def measure_drift(run: GateRun, look: Look, steps: Steps) -> dict[str, Any]:
+    """The candidate's score distributions against production's (Evidently), to OUT/."""
+    variant = run.settings.score.variant
+    return steps.compute(
+        score_drift,
+        steps.compute(score_frame, look.production, variant),
+        steps.compute(score_frame, look.candidate, variant),
+        run.settings.monitor,
+        run.out_dir,
+        f"{run.candidate.uri} against production {run.production.uri}",
+    )
+
+
+def decide_gate(
+    run: GateRun, looks: Looks, drift: Mapping[str, Any] | None, restored: str, steps: Steps
+) -> Decision:
+    """The decision on the last look, with how production's summaries were obtained and
+    which documents and looks decided."""
+    last, scored = looks.last, looks.scored
+    context = decision_context(run.candidate.uri, run.production.uri)
+    context["checker"] = scored.metas["candidate"].get("checker", "")
+    decision = steps.compute(
+        gate_decision, last.comparison, last.checks, drift, run.settings.gate, context
+    )
+    decision.add_note("production.restored", f"production summaries: {restored}")
+    decision.metrics["production"] = {
+        "restored": restored,
+        "summaries_generated": scored.generated["production"],
+        "candidate_summaries_generated": scored.generated["candidate"],
+    }
+    decision.metrics["sequential"] = {
+        "design": "group-sequential, Bonferroni alpha spending over the planned looks",
+        "documents_used": last.documents,
+        "documents_available": looks.available,
+        "looks": looks.records,
+        "stopped_early": last.documents < looks.available,
+    }
+    decision.add_note(
+        "sequential.documents",
+        f"decided on {last.documents} of {looks.available} documents after {len(looks.taken)} "
+        f"of {looks.planned} look(s) (each at {looks.level:.2%} confidence, overall "
+        f"{run.settings.score.confidence:.0%})",
+    )
+    return decision
+
+
+def gate_steps(
+    load_settings: Callable[[], HssSettings],
+    request: GateRequest,
+    where: Where,
+    *,
+    score: Scorer,
+    steps: Steps,
+    progress: Progress,
+    say: Say,
+) -> tuple[Decision, list[dict[str, Any]]]:
+    """The gate's steps in order: the decision and the documents that moved most."""
+    run = prepare(load_settings, request, where, score, steps)
+    restored = restore_production(run, score, steps, say)
+    looks = score_looks(run, request.full, score, steps, progress, say)
+    write_runs(run, looks, steps)
+    drift = measure_drift(run, looks.last, steps)
+    decision = decide_gate(run, looks, drift, restored, steps)
+    if request.override:
+        decision = apply_override(decision, *request.override)
+    return decision, steps.compute(moved_most, looks.last.candidate, looks.last.production)
+
+
 def run_gate(
     load_settings: Callable[[], HssSettings],
     request: GateRequest,
@@ -192,127 +464,43 @@ def run_gate(
     """Run the gate's steps in order and write the decision; every error fails closed.
 
     Raises ReportError only when not even decision.json can be written."""
-    candidate, production = request.candidate or "", request.production
     out_dir = Path(request.out or GateSettings().out)
-    decision: Decision | None = None
+    where = Where(request.candidate or "", request.production, out_dir)
     examples: list[dict[str, Any]] = []
     error: BaseException | None = None
     try:
-        settings = steps.io(load_settings)
-        out_dir = Path(request.out or settings.gate.out)
-        production = production or settings.run.production_model
-        uri, own = (
-            read_candidate_file(request.candidate_file) if request.candidate_file else (None, {})
+        decision, examples = gate_steps(
+            load_settings, request, where, score=score, steps=steps, progress=progress, say=say
         )
-        candidate = request.candidate or uri or ""
-        if not candidate:
-            raise InputError("no candidate: give --candidate URI or a candidate file with a `uri`")
-        docs = steps.io(load_documents, request.corpus or settings.run.corpus, request.limit)
-        norm = steps.io(load_normalization, settings.score.normalization)
-        own = settings.model_copy(
-            update={
-                "generate": candidate_generate(settings.generate, own | request.candidate_generate)
-            }
-        )
-        roles = (("candidate", candidate, own), ("production", production, settings))
-        for _, uri, role_settings in roles:  # fail fast on a bad URI before any scoring
-            steps.compute(check_model, uri, role_settings, score.toolkit(settings).embedder)
-        metas: dict[str, dict[str, Any]] = {}
-        stored = Path(settings.run.baseline_dir) / "reference"
-        tools = score.toolkit(settings)
-        restored = steps.io(restore_summaries, stored, production, docs, settings, tools)
-        say(f"production: {restored}")
-        order = stratified_order(docs, lambda d: d.category)
-        plan = look_sizes(len(order), len({d.category for d in docs}), request.full)
-        level = look_confidence(settings.score.confidence, len(plan))
-        at_level = settings.score.model_copy(update={"confidence": level})
-        parts: dict[str, list[ScoreResult]] = {"candidate": [], "production": []}
-        looks: list[dict[str, Any]] = []
-        generated: dict[str, int | None] = {"candidate": 0, "production": 0}
-        for i, n in enumerate(plan):
-            batch = order[(plan[i - 1] if i else 0) : n]
-            say(f"look {i + 1} of {len(plan)}: {n} of {len(order)} documents")
-            for role, uri, role_settings in roles:
-                say(f"{role} {redacted_uri(uri)}")
-                result, meta = score(uri, batch, role_settings, norm, progress)
-                parts[role].append(result)
-                metas[role] = meta
-                made, so_far = meta.get("summaries_generated"), generated[role]
-                generated[role] = None if made is None or so_far is None else so_far + made
-            cand, prod = (merge_results(parts[r], settings) for r in ("candidate", "production"))
-            seen = order[:n]
-            comparison = steps.compute(compare_runs, cand, prod, at_level, settings.perturb.seed)
-            checks = steps.compute(
-                run_gate_checks,
-                steps.compute(gate_tables, cand, comparison),
-                settings.gate,
-                seen,
-                len(settings.perturb.strengths) * settings.perturb.k,
-                out_dir / "data_docs",
-            )
-            verdict = look_verdict(comparison, checks, settings.gate, last=i == len(plan) - 1)
-            looks.append(look_record(n, level, comparison["signals"], verdict))
-            if verdict != "continue":
-                break
-        for role, result in (("candidate", cand), ("production", prod)):
-            steps.io(report.write_outputs, out_dir / role, result, metas[role] | {"documents": n})
-        checker = metas["candidate"].get("checker", "")
-        drift = steps.compute(
-            score_drift,
-            steps.compute(score_frame, prod, settings.score.variant),
-            steps.compute(score_frame, cand, settings.score.variant),
-            settings.monitor,
-            out_dir,
-            f"{candidate} against production {production}",
-        )
-        decision = steps.compute(
-            gate_decision,
-            comparison,
-            checks,
-            drift,
-            settings.gate,
-            decision_context(candidate, production) | {"checker": checker},
-        )
-        decision.notes.append(f"production summaries: {restored}")
-        decision.metrics["production"] = {
-            "restored": restored,
-            "summaries_generated": generated["production"],
-            "candidate_summaries_generated": generated["candidate"],
-        }
-        decision.metrics["sequential"] = {
-            "design": "group-sequential, Bonferroni alpha spending over the planned looks",
-            "documents_used": n,
-            "documents_available": len(order),
-            "looks": looks,
-            "stopped_early": n < len(order),
-        }
-        decision.notes.append(
-            f"decided on {n} of {len(order)} documents after {len(looks)} of {len(plan)} "
-            f"look(s) (each at {level:.2%} confidence, overall {settings.score.confidence:.0%})"
-        )
-        if request.override:
-            decision = apply_override(decision, *request.override)
-        examples = steps.compute(moved_most, cand, prod)
     except KeyboardInterrupt as exc:
-        error, decision = (
-            exc,
-            error_decision("interrupted", **decision_context(candidate, production)),
-        )
+        error, decision = exc, error_decision("interrupted", **where.context())
     except Exception as exc:  # the gate fails closed on any error
-        error = exc
-        decision = error_decision(error_message(exc), **decision_context(candidate, production))
+        error, decision = exc, error_decision(error_message(exc), **where.context())
+    return write_or_fail_closed(where, decision, examples, request.junit, steps, error)
+
+
+def write_or_fail_closed(
+    where: Where,
+    decision: Decision,
+    examples: Sequence[Mapping[str, Any]],
+    junit: str | Path | None,
+    steps: Steps,
+    error: BaseException | None,
+) -> Outcome[Decision]:
+    """Write the decision; a verdict without its report fails closed too (decision.json says
+    "error", and the reports are replaced when they render)."""
+    out_dir = where.out_dir
     try:
-        steps.io(write_decision, out_dir, decision, examples, request.junit)
-    except Exception as exc:  # a verdict without its report fails closed too
+        steps.io(write_decision, out_dir, decision, examples, junit)
+    except Exception as exc:
         error = exc
         decision = error_decision(
-            f"could not write the report: {type(exc).__name__}: {exc}",
-            **decision_context(candidate, production),
+            f"could not write the report: {type(exc).__name__}: {exc}", **where.context()
         )
         try:
             write_json_atomic(out_dir / "decision.json", decision.model_dump(mode="json"))
         except Exception as again:
             raise ReportError(f"could not write the decision to {out_dir}: {again}") from again
         with contextlib.suppress(Exception):  # replace a stale verdict if the reports render
-            write_decision(out_dir, decision, (), request.junit)
+            write_decision(out_dir, decision, (), junit)
     return Outcome(decision, out_dir, error)

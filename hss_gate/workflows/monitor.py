@@ -23,6 +23,7 @@ import pandas as pd
 
 from hss_gate import decision_report, report
 from hss_gate.errors import InputError, ReportError, error_message
+from hss_gate.gate import SCHEMA_VERSION
 from hss_gate.io import read_score_table, write_json_atomic, write_text_atomic
 from hss_gate.monitor import (
     live_summary_signals,
@@ -190,39 +191,18 @@ def _check_live(
     tools = score.toolkit(settings)
     live = pd.DataFrame(steps.compute(served_signals, recent, tools, settings))
     served = steps.compute(served_comparison, live, reference, settings)
-    result: dict[str, Any] = {"served": served}
     if request.served_only:
         current, rise, drift, warnings = live, None, None, []
     else:
-        norm = steps.io(load_normalization, settings.score.normalization)
-        docs = steps.compute(samples_to_documents, recent)
-        scored, meta = score(model, docs, settings, norm, progress)
-        steps.io(report.write_outputs, out_dir / "scores", scored, meta)
-        current = steps.compute(
-            live_frame, steps.compute(score_frame, scored, settings.score.variant), live
+        current, rise, drift, warnings = _rescore(
+            settings, recent, live, reference, model, out_dir, score, steps, progress
         )
-        drift = steps.compute(
-            score_drift,
-            reference,
-            current,
-            settings.monitor,
-            out_dir,
-            f"live traffic of {model} against the production reference",
-        )
-        rise = steps.compute(
-            monitor_severity,
-            current,
-            reference,
-            settings.monitor,
-            settings.score,
-            settings.perturb.seed,
-        )
-        warnings = scored.warnings
     checks = steps.compute(
         run_monitor_checks, current, settings.gate, out_dir / "data_docs", request.served_only
     )
     decision, reasons = steps.compute(monitor_verdict, rise, drift, checks, served)
-    return result | {
+    return {
+        "served": served,
         "decision": decision,
         "reasons": reasons,
         "severity": rise,
@@ -231,6 +211,45 @@ def _check_live(
         "warnings": warnings,
         "samples": steps.compute(sample_rows, current.to_dict("records"), recent),
     }
+
+
+def _rescore(
+    settings: HssSettings,
+    recent: list[Any],
+    live: pd.DataFrame,
+    reference: pd.DataFrame,
+    model: str,
+    out_dir: Path,
+    score: Scorer,
+    steps: Steps,
+    progress: Progress,
+) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any], list[str]]:
+    """The deployed model rescores the samples (tables to OUT/scores/): the scored samples
+    joined with the served signals, the severity rise, drift, and the run's warnings."""
+    norm = steps.io(load_normalization, settings.score.normalization)
+    docs = steps.compute(samples_to_documents, recent)
+    scored, meta = score(model, docs, settings, norm, progress)
+    steps.io(report.write_outputs, out_dir / "scores", scored, meta)
+    current = steps.compute(
+        live_frame, steps.compute(score_frame, scored, settings.score.variant), live
+    )
+    drift = steps.compute(
+        score_drift,
+        reference,
+        current,
+        settings.monitor,
+        out_dir,
+        f"live traffic of {model} against the production reference",
+    )
+    rise = steps.compute(
+        monitor_severity,
+        current,
+        reference,
+        settings.monitor,
+        settings.score,
+        settings.perturb.seed,
+    )
+    return current, rise, drift, scored.warnings
 
 
 def run_monitor(
@@ -247,6 +266,7 @@ def run_monitor(
     started = dt.datetime.now(dt.UTC)
     model = request.model
     result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
         "run_id": uuid.uuid4().hex[:12],
         "kind": "served" if request.served_only else "full",
         "model": redacted_uri(model or ""),
@@ -268,36 +288,55 @@ def run_monitor(
             error = exc
             result |= {"decision": "error", "reasons": [f"could not monitor: {error_message(exc)}"]}
         result["n_samples"] = len(result.get("samples", []))
-        if store is not None:
-            try:
-                result["trend"] = steps.io(record_run, store, result, started)
-            except Exception as exc:  # e.g. the store went away: the run is an error
-                error = exc
-                result["reasons"].append(
-                    f"could not record the run in the sample store: {error_message(exc)}"
-                )
-                result["decision"] = "error"
-                result["trend"] = []
-        try:
-            steps.io(write_monitor_reports, out_dir, result)
-        except Exception as exc:  # a verdict without its report fails closed, in the store too
-            error = exc
-            result["decision"] = "error"
-            result["reasons"].append(f"could not write the report: {type(exc).__name__}: {exc}")
-            _mark_run_failed(store, result)
-            try:
-                write_json_atomic(out_dir / "monitor.json", result)
-            except Exception as again:
-                raise ReportError(
-                    f"could not write the monitor report to {out_dir}: {again}"
-                ) from again
-            with contextlib.suppress(Exception):  # replace a stale verdict if the reports render
-                write_monitor_reports(out_dir, result)
+        error = _record(store, result, started, steps) or error
+        error = _write_or_fail_closed(store, result, out_dir, steps) or error
     finally:
         if store is not None:
             with contextlib.suppress(Exception):
                 store.close()
     return Outcome(result, out_dir, error)
+
+
+def _record(
+    store: Any, result: dict[str, Any], started: dt.datetime, steps: Steps
+) -> BaseException | None:
+    """Record the run in the store (its trend into `result`); a failure makes the run an
+    error and is returned."""
+    if store is None:
+        return None
+    try:
+        result["trend"] = steps.io(record_run, store, result, started)
+    except Exception as exc:  # e.g. the store went away: the run is an error
+        result["reasons"].append(
+            f"could not record the run in the sample store: {error_message(exc)}"
+        )
+        result["decision"] = "error"
+        result["trend"] = []
+        return exc
+    return None
+
+
+def _write_or_fail_closed(
+    store: Any, result: dict[str, Any], out_dir: Path, steps: Steps
+) -> BaseException | None:
+    """Write the reports; a verdict without its report fails closed, in the store too (the
+    failure is returned). Raises ReportError when not even monitor.json can be written."""
+    try:
+        steps.io(write_monitor_reports, out_dir, result)
+    except Exception as exc:
+        result["decision"] = "error"
+        result["reasons"].append(f"could not write the report: {type(exc).__name__}: {exc}")
+        _mark_run_failed(store, result)
+        try:
+            write_json_atomic(out_dir / "monitor.json", result)
+        except Exception as again:
+            raise ReportError(
+                f"could not write the monitor report to {out_dir}: {again}"
+            ) from again
+        with contextlib.suppress(Exception):  # replace a stale verdict if the reports render
+            write_monitor_reports(out_dir, result)
+        return exc
+    return None
 
 
 def _mark_run_failed(store: Any, result: dict[str, Any]) -> None:

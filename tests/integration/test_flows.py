@@ -7,6 +7,7 @@ cheap; one cache directory is shared by the module, except where a test needs a 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from datetime import UTC, datetime, timedelta
 
@@ -349,3 +350,50 @@ def test_metrics_stage_rescores_the_reference_under_other_constants(workspace):
     # the raw distances are far from 0, so their HSS shows which constants were used
     assert (committed["hss_raw"] < own["hss_raw"] - 0.3).all()
     assert not (workspace["production"] / "normalization.json").exists()
+
+
+def test_gate_command_line_has_the_cli_options(monkeypatch, capsys, tmp_path):
+    """`python -m flows.gate` takes what `hss gate` takes and hands it to the flow, which
+    builds the same GateRequest (by field name)."""
+    import flows.gate
+    from hss_gate.gate import Decision
+    from hss_gate.workflows import gate as gate_workflow
+
+    calls: dict = {}
+    real_flow = flows.gate.gate_flow
+
+    def fake_flow(**kwargs):
+        calls.update(kwargs)
+        return Decision(decision="promote", reasons=["overridden"])
+
+    monkeypatch.setattr(flows.gate, "gate_flow", fake_flow)
+    config = tmp_path / "candidate.yaml"
+    argv = [
+        *("--candidate-config", str(config), "--candidate-prompt", "Summarize: {document}"),
+        *("--junit", str(tmp_path / "gate.xml")),
+        *("--override-by", "alice", "--override-reason", "checked by hand"),
+    ]
+    assert flows.gate.main(argv) == 0
+    assert calls["candidate"] is None and calls["candidate_config"] == str(config)
+    assert calls["candidate_prompt"] == "Summarize: {document}"
+    assert calls["junit"] == str(tmp_path / "gate.xml")
+    assert (calls["override_by"], calls["override_reason"]) == ("alice", "checked by hand")
+
+    class Stop(Exception):
+        pass
+
+    requests = []
+
+    def fake_run_gate(load_settings, request, **kwargs):
+        requests.append(request)
+        raise Stop
+
+    monkeypatch.setattr(gate_workflow, "run_gate", fake_run_gate)
+    monkeypatch.setattr(flows.gate, "get_run_logger", lambda: logging.getLogger("test"))
+    with pytest.raises(Stop):
+        real_flow.fn(**calls)
+    request = requests[0]
+    assert request.candidate_file == str(config) and request.candidate is None
+    assert request.candidate_generate == {"prompt": "Summarize: {document}"}
+    assert request.junit == str(tmp_path / "gate.xml")
+    assert request.override == ("alice", "checked by hand")

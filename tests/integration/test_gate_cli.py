@@ -79,6 +79,34 @@ def test_worse_candidate_is_blocked(runner, tmp_path):
     assert "BLOCKED" in (tmp_path / "decision.md").read_text()
 
 
+def test_an_override_and_junit_from_the_command_line(runner, tmp_path):
+    """A block overridden by a person exits 0; decision.json keeps the coded findings and the
+    JUnit XML shows no failure."""
+    import xml.etree.ElementTree as ET
+
+    junit = tmp_path / "gate.xml"
+    result = runner.invoke(
+        app,
+        [
+            "gate",
+            *("--candidate", "fake:unstable", "--production", "extractive:lead-3"),
+            *("--limit", "4", "-k", "1", "--out", str(tmp_path), "--junit", str(junit)),
+            *("--override-by", "alice", "--override-reason", "reviewed by hand"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    decision = json.loads((tmp_path / "decision.json").read_text())
+    assert decision["schema_version"] == "2"
+    assert decision["decision"] == "promote" and decision["decided_by"] == ["override"]
+    assert "unsupported_entities" in decision["override"]["blocked_by"]
+    codes = {f["code"]: f["effect"] for f in decision["findings"]}
+    assert codes["override"] == "override" and codes["unsupported_entities"] == "overridden"
+    assert [f["text"] for f in decision["findings"] if f["effect"] in ("override", "overridden")]
+    assert all(c["code"] and "blocking" in c for c in decision["checks"])
+    suite = ET.parse(junit).getroot()
+    assert suite.get("failures") == "0" and any("override by alice" in c.get("name") for c in suite)
+
+
 @pytest.mark.parametrize(
     "candidate,flag",
     [("fake:empty", "near_empty_share"), ("fake:copy", "copies_source_share")],
@@ -174,6 +202,8 @@ def test_monitor_scores_recent_samples_and_records_the_run(runner, tmp_path):
     report = json.loads((out / "monitor.json").read_text())
     assert result.exit_code == {"healthy": 0, "unhealthy": 1}[report["decision"]], result.output
     assert report["n_samples"] == 4 and len(report["samples"]) == 4
+    assert report["schema_version"] == "2"
+    assert all(c["code"] and c["blocking"] for c in report["checks"])
     # lead-3 copies: its live HSS is far below the production reference, never a rise
     assert report["severity"]["live_mean"] < report["severity"]["reference_mean"]
     assert not report["severity"]["rise"]
