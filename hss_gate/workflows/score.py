@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 
 from hss_gate.baseline import with_strength_distances
-from hss_gate.corpus import Document, load_corpus
+from hss_gate.corpus import Document
 from hss_gate.errors import InputError
+from hss_gate.inputs import load_corpus, load_normalization
 from hss_gate.io import new_folder_beside, replace_folder, write_text_atomic
-from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import ScoreResult
 from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import HssSettings, MonitorSettings

@@ -35,11 +35,11 @@ from hss_gate import cli as cli_module
 from hss_gate import model_store
 from hss_gate.cache import Cache
 from hss_gate.cli import app
-from hss_gate.corpus import Document, load_corpus
+from hss_gate.corpus import Document
 from hss_gate.embedding import HashingEmbedder
 from hss_gate.errors import ModelError
+from hss_gate.inputs import load_corpus, load_normalization
 from hss_gate.model_store import EmbeddedModel, WeightFile, Wheel
-from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import Toolkit, score_documents
 from hss_gate.samples import SampleStore
 from hss_gate.summarizers import openai as openai_module
