@@ -24,8 +24,8 @@ from hss_gate import __version__, decision_report, report
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError, ReportError, error_message
 from hss_gate.gate import Decision, apply_override, compare, decide, error_decision
+from hss_gate.inputs import load_normalization
 from hss_gate.io import write_json_atomic, write_text_atomic
-from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import ScoreResult, merge_results
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
