@@ -27,7 +27,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -505,8 +505,11 @@ class SampleStore:
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"{self.url}: cannot count samples: {self._why(exc)}") from exc
 
-    def record_run(self, run: MonitorRun) -> None:
-        """Append a monitor run to the history; a run_id can be recorded once."""
+    def record_run(self, run: MonitorRun | Mapping[str, Any]) -> None:
+        """Append a monitor run (or its fields, validated here) to the history; a run_id can be
+        recorded once."""
+        if not isinstance(run, MonitorRun):
+            run = MonitorRun.model_validate(run)
         try:
             row = run.model_dump(mode="json", exclude={"started_at"})
         except PydanticSerializationError as exc:

@@ -332,13 +332,13 @@ OTHER_LANGUAGES = {
 
 @pytest.mark.parametrize("language", list(OTHER_LANGUAGES))
 def test_other_languages_are_detected(language):
-    from hss_gate.language import looks_non_english
+    from hss_gate.english import looks_non_english
 
     assert looks_non_english(OTHER_LANGUAGES[language])
 
 
 def test_english_documents_are_not_flagged():
-    from hss_gate.language import looks_non_english
+    from hss_gate.english import looks_non_english
 
     assert not looks_non_english(ENGLISH_NEWS)
     assert not looks_non_english("Revenue rose 5%.")  # too short to judge by words
@@ -353,7 +353,7 @@ def test_english_documents_are_not_flagged():
 
 @pytest.mark.skipif(not QAGS.is_file(), reason="../shared/data/external is not present")
 def test_english_news_from_qags_is_not_flagged():
-    from hss_gate.language import looks_non_english
+    from hss_gate.english import looks_non_english
 
     articles = [json.loads(line)["article"] for line in QAGS.read_text().splitlines()[:200]]
     assert sum(looks_non_english(a) for a in articles) == 0
