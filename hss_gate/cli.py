@@ -110,15 +110,15 @@ def score(
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Score a summarizer: per-document, per-category and model HSS with the evidence."""
-    from hss_gate.report import category_rows, headline, write_outputs
+    from hss_gate.report import category_rows, headline
     from hss_gate.runner import LocalScorer
-    from hss_gate.workflows.score import run_score
+    from hss_gate.workflows.score import score_and_write
 
     settings = _settings(params, k, seed, score__normalization=normalization)
     if strengths is not None:
         settings.perturb.keep_strengths(strengths.split(","))
     with progress_reporter(console) as progress:
-        run = run_score(
+        run = score_and_write(
             settings,
             model,
             score=LocalScorer(),
@@ -127,7 +127,6 @@ def score(
             out=out,
             progress=progress,
         )
-    write_outputs(run.out_dir, run.result, run.meta)
     for warning in run.result.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     agg = run.result.aggregates

@@ -1,6 +1,7 @@
 """Scoring a model on a corpus (`hss score`), and the score-table steps the other workflows share.
 
 run_score: load the documents and constants, score, return the run (the caller writes it);
+score_and_write: `hss score`, run_score and the run's files written to its folder;
 load_documents, check_model: the first steps of every workflow that scores;
 score_frame, score_drift: a run's per-document table and its drift against a reference;
 validate_tables: the Great Expectations checks of score tables, with their Data Docs.
@@ -23,6 +24,7 @@ from hss_gate.inputs import load_corpus, load_normalization
 from hss_gate.io import new_folder_beside, replace_folder, write_text_atomic
 from hss_gate.pipeline import ScoreResult
 from hss_gate.progress import Progress, no_progress
+from hss_gate.report import write_outputs
 from hss_gate.settings import HssSettings, MonitorSettings
 from hss_gate.workflows.steps import DIRECT, Say, Scorer, Steps, silent
 
@@ -118,6 +120,32 @@ def run_score(
     if norm is not None:
         meta["normalization"]["path"] = settings.score.normalization
     return ScoredRun(result, meta, out_dir)
+
+
+def score_and_write(
+    settings: HssSettings,
+    model: str,
+    *,
+    score: Scorer,
+    corpus: str | None = None,
+    limit: int | None = None,
+    out: str | None = None,
+    steps: Steps = DIRECT,
+    progress: Progress = no_progress,
+) -> ScoredRun:
+    """`hss score`: score `model` (run_score) and write every file of the run to its folder."""
+    run = run_score(
+        settings,
+        model,
+        score=score,
+        corpus=corpus,
+        limit=limit,
+        out=out,
+        steps=steps,
+        progress=progress,
+    )
+    steps.io(write_outputs, run.out_dir, run.result, run.meta)
+    return run
 
 
 def as_floats(table: pd.DataFrame) -> pd.DataFrame:

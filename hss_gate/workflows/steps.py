@@ -2,8 +2,8 @@
 
 A workflow calls every step through a `Steps` runner: `compute` for arithmetic, `io` for reading
 and writing. The command line runs them directly (DIRECT); the Prefect flows run each one as a
-task, with retries on I/O (`flows/tasks.py`: PREFECT_STEPS). The order of the steps and what happens when one
-fails live in the workflow alone.
+task, with retries on I/O (`PREFECT_STEPS` in flows/tasks.py). The order of the steps and what
+happens when one fails live in the workflow alone.
 """
 
 from __future__ import annotations
