@@ -112,19 +112,20 @@ def score(
     """Score a summarizer: per-document, per-category and model HSS with the evidence."""
     from hss_gate.report import category_rows, headline
     from hss_gate.runner import LocalScorer
-    from hss_gate.workflows.score import score_and_write
+    from hss_gate.workflows.score import run_score
 
     settings = _settings(params, k, seed, score__normalization=normalization)
     if strengths is not None:
         settings.perturb.keep_strengths(strengths.split(","))
     with progress_reporter(console) as progress:
-        run = score_and_write(
+        run = run_score(
             settings,
             model,
             score=LocalScorer(),
             corpus=corpus,
             limit=limit,
             out=out,
+            write=True,
             progress=progress,
         )
     for warning in run.result.warnings:

@@ -1,7 +1,7 @@
 """Scoring a model on a corpus (`hss score`), and the score-table steps the other workflows share.
 
-run_score: load the documents and constants, score, return the run (the caller writes it);
-score_and_write: `hss score`, run_score and the run's files written to its folder;
+run_score: load the documents and constants, score, return the run (and, for `hss score`,
+  write its files to its folder);
 load_documents, check_model: the first steps of every workflow that scores;
 score_frame, score_drift: a run's per-document table and its drift against a reference;
 validate_tables: the Great Expectations checks of score tables, with their Data Docs.
@@ -100,13 +100,15 @@ def run_score(
     out: str | None = None,
     reference: bool = False,
     reuse: str | Path | None = None,
+    write: bool = False,
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
     say: Say = silent,
 ) -> ScoredRun:
     """Score `model` on the corpus with the production constants (`reference`: without
     constants, as the baseline's reference run is); `reuse`: a stored run whose summaries are
-    restored when they were written by this very summarizer."""
+    restored when they were written by this very summarizer; `write`: the run's files are
+    written to its folder (`hss score`; the baseline writes its reference run itself)."""
     out_dir = Path(out or settings.run.out)
     if out_dir.exists() and not out_dir.is_dir():  # refuse before the work, not after it
         raise InputError(f"--out {out_dir}: exists and is not a directory")
@@ -119,32 +121,9 @@ def run_score(
     meta["corpus"] = str(corpus)
     if norm is not None:
         meta["normalization"]["path"] = settings.score.normalization
-    return ScoredRun(result, meta, out_dir)
-
-
-def score_and_write(
-    settings: HssSettings,
-    model: str,
-    *,
-    score: Scorer,
-    corpus: str | None = None,
-    limit: int | None = None,
-    out: str | None = None,
-    steps: Steps = DIRECT,
-    progress: Progress = no_progress,
-) -> ScoredRun:
-    """`hss score`: score `model` (run_score) and write every file of the run to its folder."""
-    run = run_score(
-        settings,
-        model,
-        score=score,
-        corpus=corpus,
-        limit=limit,
-        out=out,
-        steps=steps,
-        progress=progress,
-    )
-    steps.io(write_outputs, run.out_dir, run.result, run.meta)
+    run = ScoredRun(result, meta, out_dir)
+    if write:
+        steps.io(write_outputs, out_dir, result, meta)
     return run
 
 
