@@ -110,7 +110,7 @@ def score(
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Score a summarizer: per-document, per-category and model HSS with the evidence."""
-    from hss_gate.report import category_rows, headline, write_outputs
+    from hss_gate.report import category_rows, headline
     from hss_gate.runner import LocalScorer
     from hss_gate.workflows.score import run_score
 
@@ -125,9 +125,9 @@ def score(
             corpus=corpus,
             limit=limit,
             out=out,
+            write=True,
             progress=progress,
         )
-    write_outputs(run.out_dir, run.result, run.meta)
     for warning in run.result.warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     agg = run.result.aggregates

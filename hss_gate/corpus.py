@@ -1,10 +1,12 @@
-"""Load and validate a corpus of documents (JSONL: doc_id, category, tier, title, text)."""
+"""A corpus of documents (doc_id, category, tier, title, text): records validated as Documents.
+
+Pure: the records come from the caller (`hss_gate.inputs.load_corpus` reads them from JSONL).
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -31,64 +33,37 @@ class Document(BaseModel):
         return value
 
 
-def _corpus_files(path: Path) -> list[Path]:
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-        if not files:
-            raise InputError(f"{path}: no .jsonl files in this directory")
-        return files
-    if path.is_file():
-        return [path]
-    raise InputError(f"{path}: no such file or directory")
-
-
-def _parse_lines(path: Path) -> Iterable[tuple[int, Document]]:
+def parse_document(record: dict[str, Any], where: str) -> Document:
+    """One corpus record as a Document; InputError `where: why` names the first bad field."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    data = data.removeprefix(b"\xef\xbb\xbf")  # UTF-8 byte-order mark
-    for number, raw in enumerate(data.splitlines(), start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            where = f"{exc.reason} at byte {exc.start + 1} of the line"
-            raise InputError(f"{path}:{number}: not valid UTF-8 ({where})") from exc
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
-        if not isinstance(record, dict):
-            raise InputError(f"{path}:{number}: expected a JSON object")
-        try:
-            yield number, Document.model_validate(record)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(part) for part in first["loc"]) or "record"
-            if first["type"] == "extra_forbidden":
-                allowed = ", ".join(Document.model_fields)
-                raise InputError(
-                    f"{path}:{number}: unknown field '{field}' (a typo? allowed: {allowed})"
-                ) from exc
-            why = first["msg"].removeprefix("Value error, ")
-            raise InputError(f"{path}:{number}: field '{field}': {why}") from exc
+        return Document.model_validate(record)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "record"
+        if first["type"] == "extra_forbidden":
+            allowed = ", ".join(Document.model_fields)
+            raise InputError(
+                f"{where}: unknown field '{field}' (a typo? allowed: {allowed})"
+            ) from exc
+        why = first["msg"].removeprefix("Value error, ")
+        raise InputError(f"{where}: field '{field}': {why}") from exc
 
 
-def load_corpus(path: str | Path, limit: int | None = None) -> list[Document]:
-    """Read every document from a JSONL file or a directory of JSONL files, in order."""
+def collect_documents(
+    records: Iterable[tuple[str, dict[str, Any]]], source: str, limit: int | None = None
+) -> list[Document]:
+    """The documents of (where, record) pairs in order: each validated, a doc_id once only;
+    `source` names the corpus when it has no documents."""
     documents: list[Document] = []
     seen: dict[str, str] = {}
-    for file in _corpus_files(Path(path)):
-        for number, doc in _parse_lines(file):
-            where = f"{file}:{number}"
-            if doc.doc_id in seen:
-                raise InputError(
-                    f"{where}: duplicate doc_id '{doc.doc_id}' (first at {seen[doc.doc_id]})"
-                )
-            seen[doc.doc_id] = where
-            documents.append(doc)
+    for where, record in records:
+        doc = parse_document(record, where)
+        if doc.doc_id in seen:
+            raise InputError(
+                f"{where}: duplicate doc_id '{doc.doc_id}' (first at {seen[doc.doc_id]})"
+            )
+        seen[doc.doc_id] = where
+        documents.append(doc)
     if not documents:
-        raise InputError(f"{path}: the corpus has no documents")
+        raise InputError(f"{source}: the corpus has no documents")
     return documents[:limit] if limit else documents

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hss_gate.consistency.checker import Verdict
+from hss_gate.consistency.verdict import Verdict
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError
 from hss_gate.sentences import ends_mid_sentence
@@ -190,28 +190,27 @@ def sample_rows(
     ]
 
 
-def run_record(result: Mapping[str, Any], started: dt.datetime) -> Any:
-    """The store's record of one monitor run (the severity trend)."""
-    from hss_gate.samples import MonitorRun
-
+def run_record(result: Mapping[str, Any], started: dt.datetime) -> dict[str, Any]:
+    """The store's record of one monitor run (the severity trend), as the fields of a
+    `samples.MonitorRun` (the store validates them)."""
     rise = result.get("severity") or {}
     drift = result.get("drift") or {}
     served = {s["signal"]: s for s in result.get("served") or []}
     low = served.get("live_low_consistency", {})
-    return MonitorRun(
-        run_id=result["run_id"],
-        started_at=started,
-        model=result["model"],
-        n_samples=result["n_samples"],
-        mean_hss=rise.get("live_mean"),
-        ci_low=rise.get("live_ci_low"),
-        ci_high=rise.get("live_ci_high"),
-        drift=bool(drift.get("drifted")),
-        drifted_columns=list(drift.get("drifted_columns", [])),
-        decision=result["decision"],
-        details={
+    return {
+        "run_id": result["run_id"],
+        "started_at": started,
+        "model": result["model"],
+        "n_samples": result["n_samples"],
+        "mean_hss": rise.get("live_mean"),
+        "ci_low": rise.get("live_ci_low"),
+        "ci_high": rise.get("live_ci_high"),
+        "drift": bool(drift.get("drifted")),
+        "drifted_columns": list(drift.get("drifted_columns", [])),
+        "decision": result["decision"],
+        "details": {
             "kind": result.get("kind", "full"),
             "reasons": list(result["reasons"]),
             "unsupported_share": low.get("live_mean"),
         },
-    )
+    }

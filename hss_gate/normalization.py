@@ -6,7 +6,6 @@ import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from pathlib import Path
 
 from pydantic import BaseModel, ValidationError, model_validator
 
@@ -93,21 +92,16 @@ def normalization_from_run(
     )
 
 
-def load_normalization(path: str | Path) -> Normalization:
-    """Read a normalization file, with a clear error when it is missing or malformed."""
-    path = Path(path)
-    if not path.exists():
-        raise NormalizationError(
-            f"{path}: no normalization constants; run `hss baseline` (or `dvc repro`) first"
-        )
+def parse_normalization(text: str, source: str) -> Normalization:
+    """A normalization file's text as constants; `source` names it in the one-line error."""
     try:
-        return Normalization.model_validate_json(path.read_text(encoding="utf-8"))
+        return Normalization.model_validate_json(text)
     except ValidationError as exc:  # one line: the first problem and where it is
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         why = first["msg"].removeprefix("Value error, ")
         raise NormalizationError(
-            f"{path}: not a valid normalization file ({where + ': ' if where else ''}{why})"
+            f"{source}: not a valid normalization file ({where + ': ' if where else ''}{why})"
         ) from exc
-    except (OSError, ValueError) as exc:
-        raise NormalizationError(f"{path}: not a valid normalization file ({exc})") from exc
+    except ValueError as exc:
+        raise NormalizationError(f"{source}: not a valid normalization file ({exc})") from exc

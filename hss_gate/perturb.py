@@ -18,7 +18,6 @@ from typing import Protocol
 
 import numpy as np
 
-from hss_gate.language import Token
 from hss_gate.settings import PerturbSettings
 
 CONTENT_POS = {"NOUN", "VERB", "ADJ", "ADV"}
@@ -50,6 +49,24 @@ PROTECTED_LEMMAS = {
     "same",
 }
 _TRIES_PER_WORD = 4
+
+
+@dataclass(frozen=True)
+class Token:
+    """What the perturbation engine needs to know about one token."""
+
+    i: int
+    text: str
+    idx: int
+    pos: str
+    tag: str
+    lemma: str
+    ent: str
+    is_stop: bool
+    like_num: bool
+    is_punct: bool
+    is_space: bool
+    sent: int
 
 
 class Tagger(Protocol):

@@ -27,7 +27,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +45,7 @@ from pydantic_core import PydanticSerializationError
 from sqlalchemy.engine import Engine, make_url
 
 from hss_gate.errors import InputError, StoreError
+from hss_gate.jsonl import BadLine, jsonl_lines
 from hss_gate.redact import masked_url
 
 DEFAULT_CATEGORY = "unspecified"
@@ -203,23 +204,19 @@ def _json_kind(value: Any) -> str:
 def _jsonl_records(data: bytes, path: Path) -> Iterator[tuple[int, dict | RowError]]:
     if path.suffix.lower() == ".json" and data.lstrip().startswith(b"["):
         raise InputError(f"{path}: a JSON array; expected JSON Lines (one object per line)")
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield number, RowError(number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
-            continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield number, RowError(number, f"invalid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(record, dict):
-            yield number, RowError(number, f"expected a JSON object, got {_json_kind(record)}")
+    for number, record in jsonl_lines(data):
+        if isinstance(record, BadLine):
+            yield number, RowError(number, _bad_line(record))
             continue
         yield number, record
+
+
+def _bad_line(bad: BadLine) -> str:
+    if isinstance(bad.error, UnicodeDecodeError):
+        return f"not valid UTF-8 ({bad.error.reason} at byte {bad.error.start})"
+    if isinstance(bad.error, json.JSONDecodeError):
+        return f"invalid JSON ({bad.error.msg} at column {bad.error.colno})"
+    return f"expected a JSON object, got {_json_kind(bad.value)}"
 
 
 def _csv_header(row: list[str], path: Path, line: int) -> list[str]:
@@ -508,8 +505,11 @@ class SampleStore:
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"{self.url}: cannot count samples: {self._why(exc)}") from exc
 
-    def record_run(self, run: MonitorRun) -> None:
-        """Append a monitor run to the history; a run_id can be recorded once."""
+    def record_run(self, run: MonitorRun | Mapping[str, Any]) -> None:
+        """Append a monitor run (or its fields, validated here) to the history; a run_id can be
+        recorded once."""
+        if not isinstance(run, MonitorRun):
+            run = MonitorRun.model_validate(run)
         try:
             row = run.model_dump(mode="json", exclude={"started_at"})
         except PydanticSerializationError as exc:

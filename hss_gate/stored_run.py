@@ -21,6 +21,7 @@ from hss_gate.cache import Cache
 from hss_gate.corpus import Document
 from hss_gate.generation import summary_key
 from hss_gate.io import read_json
+from hss_gate.jsonl import read_jsonl
 from hss_gate.perturb import Edit, Perturbation, apply_edits
 from hss_gate.settings import HssSettings
 
@@ -57,14 +58,12 @@ def load_stored_run(path: str | Path) -> StoredRun:
     path = Path(path)
     meta = read_json(path / "summary.json")
     summaries: dict[Key, str] = {}
-    for line in (path / "summaries.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
+    for _, row in read_jsonl(path / "summaries.jsonl"):
         summaries[(row["doc_id"], row["strength"], int(row["index"]))] = row["summary"]
     edits: dict[Key, list[Edit]] = {}
     edit_log = path / "edits.jsonl"
     if edit_log.exists():
-        for line in edit_log.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
+        for _, row in read_jsonl(edit_log):
             key = (row.pop("doc_id"), row.pop("strength"), int(row.pop("index")))
             edits.setdefault(key, []).append(Edit(**row))
     for group in edits.values():

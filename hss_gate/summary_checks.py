@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hss_gate.language import looks_non_english
+from hss_gate.english import looks_non_english
 
 FLAGS = ("near_empty", "copies_source", "overlong", "other_language")
 FLAG_REASONS = {

@@ -16,7 +16,7 @@ import json
 import resource
 import time
 
-from hss_gate.corpus import load_corpus
+from hss_gate.inputs import load_corpus
 from hss_gate.settings import load_settings
 from hss_gate.summarizers.base import chat_messages
 from hss_gate.summarizers.gguf import (

@@ -115,8 +115,8 @@ def main() -> int:
     args.cache = args.cache or settings.run.cache_dir
 
     from hss_gate.cache import Cache
-    from hss_gate.corpus import load_corpus
     from hss_gate.embedding import SbertEmbedder
+    from hss_gate.inputs import load_corpus
     from hss_gate.language import SpacyTagger
     from hss_gate.signals import unsupported_share
 

@@ -11,7 +11,7 @@ through an in-memory cache, so the sweep costs little more than the default expl
 import sys
 
 from hss_gate.cache import Cache
-from hss_gate.corpus import load_corpus
+from hss_gate.inputs import load_corpus
 from hss_gate.research.attribution import AttributionSettings, shap_attribution
 from hss_gate.research.instability import spearman
 from hss_gate.research.likelihood import CachedScorer, load_scorer

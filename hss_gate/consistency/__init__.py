@@ -1,5 +1,8 @@
 """The factual-consistency checker: does the source support what a summary says?
 
+- checker.py: the checker decisions use (`load_checker`: SummaC-ZS over SBERT or FactCC
+  sentence scores), one `Verdict` per (source, summary);
+- verdict.py: the checker's finding on one summary (`Verdict`, `Unsupported`), a plain record;
 - features.py: tokens, names, numbers, overlap and the (premise, claim) feature vector;
 - model.py: the consistency models behind one protocol (factcc, sbert, hf: NLI), their weights;
 - training.py: synthetic training claims from text that is not evaluation data, and training;

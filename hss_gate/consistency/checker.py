@@ -9,43 +9,16 @@ sentence is listed as unsupported when its own score is below `sentence_threshol
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from hss_gate.consistency.features import split_units
+from hss_gate.consistency.verdict import Unsupported, Verdict
 
 SentenceMatrix = Callable[[str, Sequence[str]], np.ndarray]
 """(source, summary sentences) -> scores in [0, 1], one row per summary sentence, one column
 per source passage."""
-
-
-@dataclass(frozen=True)
-class Unsupported:
-    """A summary sentence the source does not support, and the passage that matches it best."""
-
-    sentence: str
-    passage: str
-    score: float
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The checker's finding on one summary."""
-
-    consistency: float
-    unsupported: tuple[Unsupported, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "consistency": self.consistency,
-            "unsupported": [asdict(u) for u in self.unsupported],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Verdict:
-        return cls(float(data["consistency"]), tuple(Unsupported(**u) for u in data["unsupported"]))
 
 
 class Checker(Protocol):

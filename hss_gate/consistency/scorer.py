@@ -23,6 +23,7 @@ from hss_gate.consistency.model import (
     consistency_matrix,
 )
 from hss_gate.errors import InputError
+from hss_gate.jsonl import BadLine, jsonl_lines, read_bytes
 
 COLUMNS = (
     "id",
@@ -117,17 +118,12 @@ def read_pairs(path: str | Path) -> list[Pair]:
     """JSON Lines of {id, document, summary}; every line is validated and the first bad one is
     reported as ``file:line: why`` (InputError), with the number of further bad lines."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    raw = read_bytes(path)
     pairs: list[Pair] = []
     errors: list[str] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        problem, pair = _parse_pair(line)
+    for number, record in jsonl_lines(raw, objects=False):
+        problem, pair = _parse_pair(record)
         if pair is not None and pair.id in seen:
             problem, pair = f"duplicate id '{pair.id}' (first at line {seen[pair.id]})", None
         if pair is None:
@@ -143,13 +139,11 @@ def read_pairs(path: str | Path) -> list[Pair]:
     return pairs
 
 
-def _parse_pair(line: bytes) -> tuple[str, Pair | None]:
-    try:
-        record = json.loads(line)
-    except UnicodeDecodeError:
+def _parse_pair(record: Any) -> tuple[str, Pair | None]:
+    if isinstance(record, BadLine):
+        if isinstance(record.error, json.JSONDecodeError):
+            return f"not valid JSON ({record.error.msg})", None
         return "not UTF-8", None
-    except ValueError as exc:
-        return f"not valid JSON ({exc.msg})", None
     if not isinstance(record, dict):
         return f"expected a JSON object, got {type(record).__name__}", None
     missing = [k for k in ("id", "document", "summary") if k not in record]

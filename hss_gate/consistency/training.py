@@ -394,7 +394,7 @@ def train_from_corpus(
     """Train the FactCC-style checker on a corpus's own sentences (weak supervision) and write
     its weights to weights_dir/model.json; returns that path."""
     from hss_gate.consistency.model import save_factcc_weights
-    from hss_gate.corpus import load_corpus
+    from hss_gate.inputs import load_corpus
     from hss_gate.language import SpacyTagger
 
     say(f"training the FactCC-style classifier on {corpus} ...")

@@ -249,8 +249,8 @@ def _texts(docs: Sequence[Any], settings: Any, cache_dir: str | None) -> list[st
 def floor_stage(config: dict[str, Any]) -> dict[str, Any]:
     """Only the generations (model load included), compared with the pipeline's summaries."""
     from hss_gate.cache import Cache
-    from hss_gate.corpus import load_corpus
     from hss_gate.generation import summary_key
+    from hss_gate.inputs import load_corpus
     from hss_gate.summarizers import load_summarizer
 
     settings = _stage_settings(config)
@@ -281,11 +281,10 @@ def floor_stage(config: dict[str, Any]) -> dict[str, Any]:
 def naive_stage(config: dict[str, Any]) -> dict[str, Any]:
     """The pipeline as first written (see the module docstring); HSS per document."""
     from hss_gate.cache import Cache
-    from hss_gate.corpus import load_corpus
     from hss_gate.distance import wasserstein
     from hss_gate.embedding import SbertEmbedder
+    from hss_gate.inputs import load_corpus, load_normalization
     from hss_gate.language import SpacyTagger
-    from hss_gate.normalization import load_normalization
     from hss_gate.pipeline import make_perturbations
     from hss_gate.restore import restore_swaps
     from hss_gate.sentences import split_sentences
@@ -338,8 +337,8 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     one perturbation per band, SHAP and LIME at the experiment's budgets (seconds, evaluations),
     then SHAP of the original at shap's default budget and the agreement (Spearman)."""
     from hss_gate.cache import Cache
-    from hss_gate.corpus import load_corpus
     from hss_gate.errors import ModelError
+    from hss_gate.inputs import load_corpus
     from hss_gate.pipeline import make_perturbations
     from hss_gate.research.attribution import explain_document, shap_attribution
     from hss_gate.research.experiment_run import attribution_budget, explained_perturbations

@@ -15,6 +15,7 @@ import pandas as pd
 from hss_gate.corpus import Document
 from hss_gate.distance import transport_shares
 from hss_gate.errors import InputError
+from hss_gate.jsonl import read_jsonl
 from hss_gate.normalization import Normalization
 from hss_gate.progress import Progress, no_progress
 from hss_gate.research.experiment import (
@@ -62,15 +63,9 @@ def external_documents(path: str | Path, n: int, category: str) -> list[Document
     if n == 0 or not path.exists():
         return []
     docs = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, record in read_jsonl(path):
         if len(docs) == n:
             break
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
         text = record.get("text") or record.get("article") or ""
         if text.strip():
             doc_id = str(record.get("doc_id") or f"{path.stem}-{number:04d}")
@@ -379,9 +374,8 @@ def run_and_report(
 
     from hss_gate import model_store
     from hss_gate.cache import Cache
-    from hss_gate.corpus import load_corpus
+    from hss_gate.inputs import load_corpus, load_normalization
     from hss_gate.io import write_csv_atomic, write_text_atomic
-    from hss_gate.normalization import load_normalization
     from hss_gate.research.experiment_report import localization_section, write_report
     from hss_gate.runner import score_model
     from hss_gate.toolkit import real_toolkit

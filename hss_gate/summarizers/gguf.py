@@ -153,6 +153,26 @@ def greedy_request(max_tokens: int, **fields: Any) -> dict[str, Any]:
     }
 
 
+def prompt_fields(text: str, settings: GenerateSettings, style: str) -> dict[str, Any]:
+    """The prompt part of a request about `text`: the plain completion prompt of base models,
+    the chat messages otherwise."""
+    if style == "completion":
+        return {"prompt": completion_prompt(text, settings)}
+    return {"messages": chat_messages(text, settings)}
+
+
+def first_choice(server: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """Send one request to a llama.cpp server (a completion when it has a prompt, a chat
+    otherwise) and return its first choice; an error response raises ModelError."""
+    if "prompt" in request:
+        response = server.handle_completions(request)
+    else:
+        response = server.handle_chat_completions(request)
+    if not isinstance(response, dict) or "choices" not in response:
+        raise ModelError(f"llama.cpp returned an error: {str(response)[:200]}")
+    return response["choices"][0]
+
+
 class GgufSummarizer:
     """Greedy summaries from a GGUF model (llama.cpp engine): chat or plain completion.
 
@@ -208,13 +228,7 @@ class GgufSummarizer:
     def _request(self, **fields: Any) -> dict[str, Any]:
         request = greedy_request(self.settings.max_new_tokens, **fields)
         with self._copy() as server:
-            if "prompt" in request:
-                response = server.handle_completions(request)
-            else:
-                response = server.handle_chat_completions(request)
-        if not isinstance(response, dict) or "choices" not in response:
-            raise ModelError(f"llama.cpp returned an error: {str(response)[:200]}")
-        return response["choices"][0]
+            return first_choice(server, request)
 
     def _complete(self, text: str) -> str:
         prompt = completion_prompt(text, self.settings)
@@ -230,7 +244,7 @@ class GgufSummarizer:
     def _one(self, text: str) -> str:
         if self.prompt_style == "completion":
             return self._complete(text)
-        choice = self._request(messages=chat_messages(text, self.settings))
+        choice = self._request(**prompt_fields(text, self.settings, self.prompt_style))
         return (choice["message"].get("content") or "").strip()
 
     def summarize_one(self, text: str) -> str:

@@ -14,8 +14,9 @@ from typing import Any
 
 from hss_gate.baseline import document_scores, score_metrics
 from hss_gate.errors import InputError
+from hss_gate.inputs import load_normalization
 from hss_gate.io import read_json, read_score_table, write_csv_atomic, write_json_atomic
-from hss_gate.normalization import load_normalization, normalization_from_run
+from hss_gate.normalization import normalization_from_run
 from hss_gate.progress import Progress, no_progress
 from hss_gate.report import write_outputs
 from hss_gate.settings import HssSettings

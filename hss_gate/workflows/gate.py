@@ -41,8 +41,9 @@ from hss_gate.gate import (
     error_decision,
     look_verdict,
 )
+from hss_gate.inputs import load_normalization
 from hss_gate.io import write_json_atomic, write_text_atomic
-from hss_gate.normalization import Normalization, load_normalization
+from hss_gate.normalization import Normalization
 from hss_gate.pipeline import ScoreResult, merge_results
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri

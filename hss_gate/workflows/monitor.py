@@ -24,6 +24,7 @@ import pandas as pd
 from hss_gate import decision_report, report
 from hss_gate.errors import InputError, ReportError, error_message
 from hss_gate.gate import SCHEMA_VERSION
+from hss_gate.inputs import load_normalization
 from hss_gate.io import read_score_table, write_json_atomic, write_text_atomic
 from hss_gate.monitor import (
     live_summary_signals,
@@ -34,7 +35,6 @@ from hss_gate.monitor import (
     served_rises,
     severity_rise,
 )
-from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import Toolkit
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri

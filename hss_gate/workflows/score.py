@@ -1,6 +1,7 @@
 """Scoring a model on a corpus (`hss score`), and the score-table steps the other workflows share.
 
-run_score: load the documents and constants, score, return the run (the caller writes it);
+run_score: load the documents and constants, score, return the run (and, for `hss score`,
+  write its files to its folder);
 load_documents, check_model: the first steps of every workflow that scores;
 score_frame, score_drift: a run's per-document table and its drift against a reference;
 validate_tables: the Great Expectations checks of score tables, with their Data Docs.
@@ -17,12 +18,13 @@ from typing import Any
 import pandas as pd
 
 from hss_gate.baseline import with_strength_distances
-from hss_gate.corpus import Document, load_corpus
+from hss_gate.corpus import Document
 from hss_gate.errors import InputError
+from hss_gate.inputs import load_corpus, load_normalization
 from hss_gate.io import new_folder_beside, replace_folder, write_text_atomic
-from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import ScoreResult
 from hss_gate.progress import Progress, no_progress
+from hss_gate.report import write_outputs
 from hss_gate.settings import HssSettings, MonitorSettings
 from hss_gate.workflows.steps import DIRECT, Say, Scorer, Steps, silent
 
@@ -98,13 +100,15 @@ def run_score(
     out: str | None = None,
     reference: bool = False,
     reuse: str | Path | None = None,
+    write: bool = False,
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
     say: Say = silent,
 ) -> ScoredRun:
     """Score `model` on the corpus with the production constants (`reference`: without
     constants, as the baseline's reference run is); `reuse`: a stored run whose summaries are
-    restored when they were written by this very summarizer."""
+    restored when they were written by this very summarizer; `write`: the run's files are
+    written to its folder (`hss score`; the baseline writes its reference run itself)."""
     out_dir = Path(out or settings.run.out)
     if out_dir.exists() and not out_dir.is_dir():  # refuse before the work, not after it
         raise InputError(f"--out {out_dir}: exists and is not a directory")
@@ -117,7 +121,10 @@ def run_score(
     meta["corpus"] = str(corpus)
     if norm is not None:
         meta["normalization"]["path"] = settings.score.normalization
-    return ScoredRun(result, meta, out_dir)
+    run = ScoredRun(result, meta, out_dir)
+    if write:
+        steps.io(write_outputs, out_dir, result, meta)
+    return run
 
 
 def as_floats(table: pd.DataFrame) -> pd.DataFrame:

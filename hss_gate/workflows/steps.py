@@ -2,8 +2,8 @@
 
 A workflow calls every step through a `Steps` runner: `compute` for arithmetic, `io` for reading
 and writing. The command line runs them directly (DIRECT); the Prefect flows run each one as a
-task, with retries on I/O (flows/steps.py). The order of the steps and what happens when one
-fails live in the workflow alone.
+task, with retries on I/O (`PREFECT_STEPS` in flows/tasks.py). The order of the steps and what
+happens when one fails live in the workflow alone.
 """
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from hss_gate.corpus import Document
-from hss_gate.normalization import Normalization
-from hss_gate.pipeline import ScoreResult, Toolkit
 from hss_gate.progress import Progress, no_progress
-from hss_gate.settings import HssSettings
+
+if TYPE_CHECKING:  # the Scorer protocol's types only: running a step imports no engine
+    from hss_gate.corpus import Document
+    from hss_gate.normalization import Normalization
+    from hss_gate.pipeline import ScoreResult, Toolkit
+    from hss_gate.settings import HssSettings
 
 T = TypeVar("T")
 

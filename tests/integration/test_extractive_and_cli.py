@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from hss_gate.cache import Cache
 from hss_gate.cli import app
-from hss_gate.corpus import load_corpus
+from hss_gate.inputs import load_corpus
 from hss_gate.pipeline import score_documents
 from hss_gate.summarizers.extractive import LeadSummarizer
 from tests.conftest import CORPUS, REPO

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from hss_gate.corpus import load_corpus
+from hss_gate.inputs import load_corpus
 from tests.conftest import CORPUS, REPO
 
 pytestmark = pytest.mark.integration

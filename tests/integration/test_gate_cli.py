@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hss_gate.cli import app
-from hss_gate.corpus import load_corpus
+from hss_gate.inputs import load_corpus
 from hss_gate.samples import SampleStore
 from hss_gate.sentences import split_sentences
 from tests.conftest import CORPUS, REPO

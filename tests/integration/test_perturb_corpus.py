@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hss_gate.cache import Cache
-from hss_gate.corpus import load_corpus
+from hss_gate.inputs import load_corpus
 from hss_gate.perturb import CONTENT_POS, apply_edits
 from hss_gate.pipeline import make_perturbations
 from tests.conftest import CORPUS

@@ -35,11 +35,11 @@ from hss_gate import cli as cli_module
 from hss_gate import model_store
 from hss_gate.cache import Cache
 from hss_gate.cli import app
-from hss_gate.corpus import Document, load_corpus
+from hss_gate.corpus import Document
 from hss_gate.embedding import HashingEmbedder
 from hss_gate.errors import ModelError
+from hss_gate.inputs import load_corpus, load_normalization
 from hss_gate.model_store import EmbeddedModel, WeightFile, Wheel
-from hss_gate.normalization import load_normalization
 from hss_gate.pipeline import Toolkit, score_documents
 from hss_gate.samples import SampleStore
 from hss_gate.summarizers import openai as openai_module
@@ -332,13 +332,13 @@ OTHER_LANGUAGES = {
 
 @pytest.mark.parametrize("language", list(OTHER_LANGUAGES))
 def test_other_languages_are_detected(language):
-    from hss_gate.language import looks_non_english
+    from hss_gate.english import looks_non_english
 
     assert looks_non_english(OTHER_LANGUAGES[language])
 
 
 def test_english_documents_are_not_flagged():
-    from hss_gate.language import looks_non_english
+    from hss_gate.english import looks_non_english
 
     assert not looks_non_english(ENGLISH_NEWS)
     assert not looks_non_english("Revenue rose 5%.")  # too short to judge by words
@@ -353,7 +353,7 @@ def test_english_documents_are_not_flagged():
 
 @pytest.mark.skipif(not QAGS.is_file(), reason="../shared/data/external is not present")
 def test_english_news_from_qags_is_not_flagged():
-    from hss_gate.language import looks_non_english
+    from hss_gate.english import looks_non_english
 
     articles = [json.loads(line)["article"] for line in QAGS.read_text().splitlines()[:200]]
     assert sum(looks_non_english(a) for a in articles) == 0

@@ -21,6 +21,7 @@ pytest.importorskip("lime")
 
 from hss_gate.embedding import HashingEmbedder  # noqa: E402
 from hss_gate.errors import ModelError  # noqa: E402
+from hss_gate.likelihood import HfLikelihoodScorer  # noqa: E402
 from hss_gate.research.attribution import (  # noqa: E402
     AttributionSettings,
     attention_attribution,
@@ -31,7 +32,6 @@ from hss_gate.research.attribution import (  # noqa: E402
     split_words,
 )
 from hss_gate.research.likelihood import (  # noqa: E402
-    HfLikelihoodScorer,
     OverlapScorer,
     load_scorer,
     scorer_for,
@@ -381,7 +381,7 @@ def test_attribution_instability_across_a_swap_on_a_tiny_model(causal_dir: Path)
 
 
 def test_gbnf_literal_escapes_what_the_grammar_parser_reads() -> None:
-    from hss_gate.research.likelihood import _gbnf_literal
+    from hss_gate.likelihood import _gbnf_literal
 
     assert _gbnf_literal('say "hi"\\ now\n\tok') == '"say \\"hi\\"\\\\ now\\n\\tok"'
     assert _gbnf_literal("bell\x07 é") == '"bell\\x07 é"'

@@ -97,7 +97,7 @@ def test_shap_and_lime_on_smollm2_with_a_small_budget(model) -> None:
 def test_transformers_backend_agrees_with_llama_cpp_on_the_same_gguf(model) -> None:
     """The dequantized fp32 weights teacher-forced by transformers give the same ordering and
     nearly the same values as llama.cpp's forced decoding (different kernels, not a new model)."""
-    from hss_gate.research.likelihood import gguf_transformers_scorer
+    from hss_gate.likelihood import gguf_transformers_scorer
 
     summarizer, scorer, summary = model
     spans = word_spans(DOC)

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hss_gate.corpus import load_corpus
 from hss_gate.decision_report import decision_html, decision_junit, decision_markdown
 from hss_gate.expectations import (
     EXPECTATIONS,
@@ -19,6 +18,7 @@ from hss_gate.expectations import (
 )
 from hss_gate.gate import FINDING_CODES, SCHEMA_VERSION, apply_override, compare, decide
 from hss_gate.gate_checks import CODES, category_checks, check_blocks
+from hss_gate.inputs import load_corpus
 from hss_gate.sequential import look_sizes, stratified_order
 from hss_gate.settings import GateSettings
 from tests.conftest import CORPUS

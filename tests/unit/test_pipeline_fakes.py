@@ -5,8 +5,9 @@ import pytest
 from hss_gate.cache import Cache, content_key
 from hss_gate.corpus import Document
 from hss_gate.embedding import HashingEmbedder
+from hss_gate.inputs import load_normalization
 from hss_gate.io import write_json_atomic
-from hss_gate.normalization import compute_normalization, load_normalization
+from hss_gate.normalization import compute_normalization
 from hss_gate.pipeline import Toolkit, score_documents, summarize_cached
 from hss_gate.settings import HssSettings, PerturbSettings
 from hss_gate.summarizers.base import FakeSummarizer

@@ -1,0 +1,464 @@
+"""Teacher-forced likelihood: log p(summary | document) under the summarizer that wrote it.
+
+Every backend builds the prompt exactly as its summarizer does (hss_gate.summarizers.base.
+chat_messages / HfSummarizer's prompt code) and sums the log-probabilities of the summary tokens;
+the end-of-sequence token is not counted.
+
+- hf: one batched forward pass per batch (seq2seq: labels = summary; causal: prompt + summary
+  tokens, left-padded with explicit position ids); a causal model reuses the key/value cache of
+  a recently scored prompt that shares a prefix. Also exposes word-level attention.
+- gguf: llama.cpp (xllamacpp, through the summarizer's client in hss_gate.summarizers.gguf) has
+  no prompt log-probabilities ("Only no echo is supported"), so the summary is *forced* through
+  generation with a token-level grammar and the raw (pre-sampling) log-probability of each
+  forced token is read from `n_probs`. The token path is fixed once per summary: the path the
+  model takes when the summary text is forced under the first (unmasked) document it is scored
+  with (for a greedy summary, the model's own generation path), then reused for every masked or
+  perturbed document.
+
+An adapter: the research wing's attribution (hss_gate.research) and the checkers use it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+import numpy as np
+
+from hss_gate.errors import ModelError
+from hss_gate.settings import GenerateSettings
+from hss_gate.summarizers.base import truncate_words
+from hss_gate.summarizers.gguf import (
+    COMPLETION_PROMPT,
+    engine_build,
+    first_choice,
+    greedy_request,
+    prompt_fields,
+    resolve_gguf_model,
+    start_server,
+)
+
+
+class LikelihoodScorer(Protocol):
+    """Scores one summary against many documents (teacher forcing)."""
+
+    fingerprint: str
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        """Sum of the summary tokens' log-probabilities given each document, shape (n,)."""
+        ...
+
+
+# --------------------------------------------------------------------------- hf
+
+
+def _word_of_token(starts: list[int], ends: list[int], begin: int, end: int) -> int:
+    """Index of the word a token's last character falls in, or -1."""
+    if end <= begin:
+        return -1
+    pos = end - 1
+    i = bisect.bisect_right(starts, pos) - 1
+    return i if i >= 0 and pos < ends[i] else -1
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the common prefix of two id sequences."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class HfLikelihoodScorer:
+    """Teacher forcing on a transformers checkpoint.
+
+    Causal models reuse the key/value cache of a recently scored prompt (`prefix_anchors`
+    kept): a masked document shares its prompt with the unmasked one up to the first masked
+    word, so only the tokens after it and the summary are computed (exact up to float
+    rounding; tested). Without a useful shared prefix, or for seq2seq models, documents are
+    scored in batches of settings.batch_size. `dtype="bfloat16"` halves the cost on CPUs with
+    bf16 instructions at ~1 nat of rounding in a 200-token summary's log-likelihood.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        settings: GenerateSettings,
+        summarizer: Any = None,
+        *,
+        dtype: str = "float32",
+        prefix_anchors: int = 4,
+    ) -> None:
+        if summarizer is None:
+            from hss_gate.summarizers.hf import HfSummarizer
+
+            summarizer = HfSummarizer(source, settings)
+        self._summarizer = summarizer
+        self.settings = summarizer.settings
+        self.dtype = dtype
+        self.prefix_anchors = prefix_anchors
+        self._anchors: list[tuple[list[int], Any]] = []  # (prompt ids, per-layer key/values)
+        self._anchor_target: list[int] | None = None  # the summary the anchors were scored with
+        suffix = "" if dtype == "float32" else f":{dtype}"
+        self.fingerprint = f"{summarizer.fingerprint}:loglik{suffix}"
+        self.evaluations = 0
+        self.tokens_computed = 0  # prompt + summary tokens actually run through the model
+
+    @classmethod
+    def from_summarizer(cls, summarizer: Any) -> HfLikelihoodScorer:
+        return cls(summarizer.source, summarizer.settings, summarizer)
+
+    @property
+    def is_seq2seq(self) -> bool:
+        self._summarizer._load()
+        return bool(self._summarizer.is_seq2seq)
+
+    def _parts(self) -> tuple[Any, Any]:
+        summ = self._summarizer
+        summ._load()
+        if self.dtype != "float32" and str(summ._model.dtype) != f"torch.{self.dtype}":
+            import torch
+
+            summ._model = summ._model.to(getattr(torch, self.dtype))
+        return summ._model, summ._tokenizer
+
+    def _summary_ids(self, summary: str) -> list[int]:
+        _, tok = self._parts()
+        if self._summarizer.is_seq2seq:
+            return list(tok(text_target=summary)["input_ids"])
+        return list(tok(summary, add_special_tokens=False)["input_ids"])
+
+    def _prompt_ids(self, documents: Sequence[str]) -> list[list[int]]:
+        """Token ids of each prompt, built and cut exactly as HfSummarizer.summarize does."""
+        _, tok = self._parts()
+        summ = self._summarizer
+        budget = summ._budget()
+        prompts = summ._prompts(list(documents), budget)
+        enc = tok(
+            prompts,
+            truncation=True,
+            max_length=budget,
+            add_special_tokens=not summ._chat(),
+        )
+        return [list(ids) for ids in enc["input_ids"]]
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        import torch
+
+        model, tok = self._parts()
+        out = np.zeros(len(documents), dtype=np.float64)
+        target = self._summary_ids(summary)
+        special = set(tok.all_special_ids)
+        counted = np.array([t not in special for t in target], dtype=bool)
+        if not documents or not counted.any():
+            return out
+        if target != self._anchor_target:
+            self._anchors, self._anchor_target = [], target
+        size = self.settings.batch_size
+        for start in range(0, len(documents), size):
+            batch = list(documents[start : start + size])
+            prompts = self._prompt_ids(batch)
+            with torch.no_grad():
+                if self._summarizer.is_seq2seq:
+                    logp = self._seq2seq_logprobs(model, prompts, target)
+                    self.tokens_computed += sum(len(p) + len(target) for p in prompts)
+                elif self.prefix_anchors:
+                    logp = np.stack([self._reused_logprobs(model, p, target) for p in prompts])
+                else:
+                    logp = self._causal_logprobs(model, prompts, target)
+                    self.tokens_computed += sum(len(p) + len(target) for p in prompts)
+            out[start : start + len(batch)] = logp[:, counted].sum(axis=1)
+            self.evaluations += len(batch)
+        return out
+
+    def _reused_logprobs(self, model: Any, prompt: list[int], target: list[int]) -> Any:
+        """Log-probabilities of the summary tokens after one prompt, computing only the
+        tokens past its longest shared prefix with a kept prompt (whose cache is reused)."""
+        import torch
+        from transformers import DynamicCache
+
+        shared, anchor = 0, None
+        for ids, layers in self._anchors:
+            common = _common_prefix(ids, prompt)
+            if common > shared:
+                shared, anchor = common, layers
+        shared = min(shared, len(prompt) - 1)  # the last prompt token predicts the summary
+        if anchor is None or shared < len(prompt) // 4:  # nothing worth reusing: a new anchor
+            shared, anchor = 0, None
+        n = len(target)
+        ids = torch.tensor([prompt[shared:] + target])
+        cache = DynamicCache(
+            [(k[:, :, :shared], v[:, :, :shared]) for k, v in anchor] if anchor else None
+        )
+        out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=n + 1)
+        self.tokens_computed += ids.shape[1]
+        if anchor is None:
+            layers = [(layer.keys, layer.values) for layer in cache.layers]  # filled in place
+            self._anchors = [(prompt, layers), *self._anchors][: self.prefix_anchors]
+        logp = torch.log_softmax(out.logits[:, -(n + 1) : -1, :].float(), dim=-1)
+        labels = torch.tensor([target], dtype=torch.long)
+        return logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)[0].numpy().astype(np.float64)
+
+    def _pad_id(self) -> int:
+        _, tok = self._parts()
+        return int(tok.pad_token_id if tok.pad_token_id is not None else 0)
+
+    def _seq2seq_logprobs(self, model: Any, prompts: list[list[int]], target: list[int]) -> Any:
+        import torch
+
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self._pad_id(), dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, p in enumerate(prompts):
+            ids[row, : len(p)] = torch.tensor(p)
+            mask[row, : len(p)] = 1
+        labels = torch.tensor([target] * len(prompts), dtype=torch.long)
+        logits = model(input_ids=ids, attention_mask=mask, labels=labels).logits
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        return logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1).numpy().astype(np.float64)
+
+    def _causal_inputs(self, prompts: list[list[int]], target: list[int]) -> dict[str, Any]:
+        """Left-padded prompt + summary rows with explicit position ids."""
+        import torch
+
+        rows = [p + target for p in prompts]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self._pad_id(), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r) :] = torch.tensor(r)
+            mask[i, width - len(r) :] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        return {"input_ids": ids, "attention_mask": mask, "position_ids": positions}
+
+    def _causal_logprobs(self, model: Any, prompts: list[list[int]], target: list[int]) -> Any:
+        import torch
+
+        n = len(target)
+        inputs = self._causal_inputs(prompts, target)
+        try:  # only the last n + 1 positions are needed: skip the vocabulary projection elsewhere
+            logits = model(**inputs, logits_to_keep=n + 1).logits
+        except TypeError:
+            logits = model(**inputs).logits
+        logits = logits[:, -(n + 1) : -1, :]
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        labels = torch.tensor([target] * len(prompts), dtype=torch.long)
+        return logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1).numpy().astype(np.float64)
+
+    def word_attention(
+        self, document: str, summary: str, spans: Sequence[tuple[int, int]]
+    ) -> np.ndarray | None:
+        """Mean attention from the summary tokens to each word of `document` (word spans).
+
+        Averaged over layers, heads and summary tokens; a word's score is the sum over its
+        subword tokens. Words the model does not see (truncated) get 0. None when the document
+        cannot be located in the prompt (a prompt cut to fit the context).
+        """
+        import torch
+
+        model, tok = self._parts()
+        summ = self._summarizer
+        seen = truncate_words(document, self.settings.max_input_words)
+        budget = summ._budget()
+        prompt = summ._prompts([document], budget)[0]
+        offset = prompt.find(seen)
+        if offset < 0:
+            return None
+        enc = tok(
+            prompt,
+            truncation=True,
+            max_length=budget,
+            add_special_tokens=not summ._chat(),
+            return_offsets_mapping=True,
+        )
+        starts = [offset + s for s, _ in spans]
+        ends = [offset + e for _, e in spans]
+        token_word = [_word_of_token(starts, ends, a, b) for a, b in enc["offset_mapping"]]
+        target = self._summary_ids(summary)
+        if not target:
+            return None
+        previous = getattr(model.config, "_attn_implementation", None)
+        try:
+            if hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation("eager")  # sdpa kernels return no weights
+            with torch.no_grad():
+                if summ.is_seq2seq:
+                    out = model(
+                        input_ids=torch.tensor([enc["input_ids"]]),
+                        labels=torch.tensor([target]),
+                        output_attentions=True,
+                    )
+                    layers = out.cross_attentions  # each (1, heads, summary, source)
+                    rows, cols = slice(None), slice(None)
+                else:
+                    inputs = self._causal_inputs([list(enc["input_ids"])], target)
+                    out = model(**inputs, output_attentions=True)
+                    layers = out.attentions  # each (1, heads, query, key)
+                    p = len(enc["input_ids"])
+                    rows, cols = slice(p, p + len(target)), slice(0, p)
+        finally:
+            if previous and hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation(previous)
+        if not layers or any(a is None for a in layers):
+            return None
+        stacked = torch.stack([a[0] for a in layers]).float()
+        per_token = stacked[:, :, rows, cols].mean(dim=(0, 1, 2))
+        scores = np.zeros(len(spans), dtype=np.float64)
+        weights = per_token.numpy()
+        for i, w in enumerate(token_word):
+            if w >= 0:
+                scores[w] += float(weights[i])
+        return scores
+
+
+def gguf_transformers_scorer(
+    name_or_path: str, settings: GenerateSettings, models_dir: str, dtype: str = "float32"
+) -> HfLikelihoodScorer:
+    """Teacher forcing of a verified GGUF file with transformers (weights dequantized), with
+    the prompt its GgufSummarizer uses (chat template, or the completion prompt of base models)."""
+    from hss_gate.summarizers.hf import HfSummarizer
+
+    path, digest, style = resolve_gguf_model(name_or_path, models_dir)
+    summarizer = HfSummarizer(
+        str(path.parent),
+        settings,
+        gguf_file=path.name,
+        completion_template=COMPLETION_PROMPT if style == "completion" else None,
+        fingerprint=f"gguf:{digest[:16]}:transformers:{style}",
+    )
+    return HfLikelihoodScorer(str(path), settings, summarizer, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- gguf
+
+
+def _gbnf_literal(text: str) -> str:
+    """A GBNF string literal matching `text` exactly (other control characters as \\xHH)."""
+    named = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for ch in text:
+        if ch in named:
+            out.append(named[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+class GgufLikelihoodScorer:
+    """Forced decoding through llama.cpp (xllamacpp): raw log-probabilities of given tokens.
+
+    One evaluation = prompt processing + one decode step per summary token. `parallel` > 1
+    decodes that many documents together in one batch; llama.cpp is not batch-invariant, so
+    values then move by up to ~0.3 nats with the batch composition: the default is 1 (exactly
+    reproducible). The prompt KV cache is never reused for the same reason.
+    """
+
+    engine = "llama.cpp/xllamacpp"
+
+    def __init__(
+        self,
+        name_or_path: str,
+        settings: GenerateSettings,
+        models_dir: str,
+        parallel: int = 1,
+        server: Any = None,
+        fingerprint: str | None = None,
+        prompt_style: str = "chat",
+    ) -> None:
+        self.settings = settings
+        self.parallel = parallel
+        self.threads = settings.threads or (os.cpu_count() or 1)
+        self.prompt_style = prompt_style
+        if server is None:
+            self.path, digest, self.prompt_style = resolve_gguf_model(name_or_path, models_dir)
+            base = f"gguf:{digest[:16]}:{engine_build()}:t{self.threads}:{self.prompt_style}"
+        else:
+            self.path = name_or_path
+            base = fingerprint or f"gguf:{name_or_path}"
+        self.fingerprint = f"{base}:loglik"
+        self._server = server
+        self._paths: dict[str, list[int]] = {}
+        self._known: dict[tuple[str, str], float] = {}
+        self.evaluations = 0
+
+    @classmethod
+    def from_summarizer(cls, summarizer: Any, parallel: int = 1) -> GgufLikelihoodScorer:
+        """Share the summarizer's llama.cpp server instead of loading the model again."""
+        return cls(
+            str(summarizer.path),
+            summarizer.settings,
+            "",
+            parallel=min(parallel, summarizer.settings.parallel),
+            server=summarizer._load(),
+            fingerprint=summarizer.fingerprint,
+            prompt_style=summarizer.prompt_style,
+        )
+
+    def _load(self) -> Any:
+        if self._server is None:
+            self._server = start_server(self.path, self.threads, self.parallel, self.settings.n_ctx)
+        return self._server
+
+    def _request(self, document: str, grammar: str, max_tokens: int) -> list[dict[str, Any]]:
+        request = greedy_request(
+            max_tokens,
+            **prompt_fields(document, self.settings, self.prompt_style),
+            grammar=grammar,
+            n_probs=1,
+            post_sampling_probs=False,  # log-probs of the raw logits, before the grammar
+            logprobs=True,
+            top_logprobs=1,
+        )
+        logprobs = first_choice(self._load(), request).get("logprobs") or {}
+        return list(logprobs.get("content") or [])
+
+    def token_path(self, document: str, summary: str) -> list[int]:
+        """The summary's token ids: forced as text under `document`, then fixed for reuse."""
+        if summary in self._paths:
+            return self._paths[summary]
+        target = summary.encode("utf-8")
+        budget = 4 * len(target) + 8
+        entries = self._request(document, "root ::= " + _gbnf_literal(summary), budget)
+        ids: list[int] = []
+        spelled = b""
+        for entry in entries:
+            if spelled == target:
+                break
+            ids.append(int(entry["id"]))
+            spelled += bytes(entry.get("bytes") or entry["token"].encode("utf-8"))
+        if spelled != target:
+            raise ModelError("llama.cpp could not force the summary text (tokenization mismatch)")
+        self._paths[summary] = ids
+        # the same request already scored this document on this path: keep it (one evaluation)
+        self._known[(document, summary)] = float(sum(e["logprob"] for e in entries[: len(ids)]))
+        self.evaluations += 1
+        return ids
+
+    def _forced(self, document: str, ids: list[int]) -> float:
+        grammar = "root ::= " + " ".join(f"<[{i}]>" for i in ids)
+        entries = self._request(document, grammar, len(ids))
+        got = [int(e["id"]) for e in entries[: len(ids)]]
+        if got != ids:
+            raise ModelError("llama.cpp did not follow the forced token path")
+        return float(sum(e["logprob"] for e in entries[: len(ids)]))
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        if not documents or not summary.strip():
+            return np.zeros(len(documents), dtype=np.float64)
+        ids = self.token_path(documents[0], summary)
+        todo = [d for d in dict.fromkeys(documents) if (d, summary) not in self._known]
+        if self.parallel == 1 or len(todo) <= 1:
+            values = [self._forced(d, ids) for d in todo]
+        else:
+            with ThreadPoolExecutor(self.parallel) as pool:
+                values = list(pool.map(lambda d: self._forced(d, ids), todo))
+        self.evaluations += len(todo)
+        fresh = dict(zip(todo, values, strict=True))
+        out = [fresh[d] if d in fresh else self._known[(d, summary)] for d in documents]
+        return np.asarray(out, dtype=np.float64)
