@@ -145,6 +145,37 @@ def score(
 
 @app.command()
 @guarded
+def perturb(
+    out: Annotated[str, typer.Option(help="the export: a .jsonl file to write")],
+    corpus: CorpusOpt = None,
+    limit: LimitOpt = None,
+    k: KOpt = None,
+    seed: Annotated[int | None, typer.Option(help="perturbation seed")] = None,
+    params: ParamsOpt = DEFAULT_PARAMS,
+) -> None:
+    """Export the documents to summarize for HSS (originals and perturbed versions) for a model
+    the gate does not run: summarize each line's `document`, hand back `doc_id` + `summary`."""
+    from hss_gate.runner import LocalScorer
+    from hss_gate.workflows.perturb import export_perturbations
+
+    settings = _settings(params, k, seed)
+    with progress_reporter(console) as progress:
+        path, originals, perturbed = export_perturbations(
+            settings,
+            LocalScorer().toolkit(settings),
+            out=out,
+            corpus=corpus,
+            limit=limit,
+            progress=progress,
+        )
+    _say(
+        f"wrote {path}: {originals} documents and {perturbed} perturbed versions to summarize; "
+        "give the summaries back as --candidate summaries:FILE (doc_id, summary)"
+    )
+
+
+@app.command()
+@guarded
 def baseline(
     model: ProductionOpt = None,
     corpus: CorpusOpt = None,

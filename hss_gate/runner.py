@@ -31,6 +31,8 @@ def score_model(
 
     tools = tools or real_toolkit(settings)
     summarizer = load_summarizer(uri, settings, tools.embedder)
+    if hasattr(summarizer, "attach"):  # stored summaries are looked up by the corpus's doc_ids
+        summarizer.attach({d.doc_id: d.text for d in docs})
     cache = Cache(settings.run.cache_dir)
     started = time.perf_counter()
     cached_before = cache.count("summaries")

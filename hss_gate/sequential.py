@@ -20,6 +20,7 @@ by simulation.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -27,6 +28,9 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 MIN_LOOK = 8
+MAX_LOOKS = 5
+"""At most this many looks: each look's CIs are at level 1 - alpha/K, so many small looks (a
+corpus without categories has one) would cost more power than stopping early saves."""
 
 
 def stratified_order(items: Sequence[T], category_of: Any) -> list[T]:
@@ -43,11 +47,12 @@ def stratified_order(items: Sequence[T], category_of: Any) -> list[T]:
 
 
 def look_sizes(n_items: int, n_categories: int, full: bool = False) -> list[int]:
-    """The document counts at which the gate looks: every category once per look (at least
-    MIN_LOOK documents a look), the last look being all of them."""
+    """The document counts at which the gate looks: every category once per look, at least
+    MIN_LOOK documents a look and at most MAX_LOOKS looks, the last look being all of them. A
+    corpus without categories (one category) is looked at in MAX_LOOKS equal steps."""
     if full or n_items <= MIN_LOOK:
         return [n_items]
-    step = max(n_categories, MIN_LOOK)
+    step = max(n_categories, MIN_LOOK, math.ceil(n_items / MAX_LOOKS))
     sizes = list(range(step, n_items, step))
     return [*sizes, n_items] if sizes else [n_items]
 

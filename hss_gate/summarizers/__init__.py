@@ -1,4 +1,5 @@
-"""Summarizers chosen by model URI: gguf:, hf:, extractive:, openai:."""
+"""Summarizers chosen by model URI: gguf:, hf:, extractive:, openai:, and summaries: (outputs a
+user already has)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hss_gate.redact import redacted_uri
 from hss_gate.settings import HssSettings
 from hss_gate.summarizers.base import FakeSummarizer, Summarizer
 
-SCHEMES = ("gguf", "hf", "extractive", "openai")
+SCHEMES = ("gguf", "hf", "extractive", "openai", "summaries")
 
 
 def load_summarizer(
@@ -34,6 +35,10 @@ def load_summarizer(
         from hss_gate.summarizers.hf import HfSummarizer
 
         return HfSummarizer(target, settings.generate)
+    if scheme == "summaries":
+        from hss_gate.summarizers.stored import StoredSummarizer
+
+        return StoredSummarizer.from_target(target)
     if scheme == "openai":
         from hss_gate.summarizers.openai import OpenAISummarizer
 

@@ -24,6 +24,9 @@ def test_every_look_covers_every_category_and_the_order_is_fixed():
     assert look_sizes(48, 12) == [12, 24, 36, 48]
     assert look_sizes(18, 4) == [8, 16, 18]  # at least 8 documents a look
     assert look_sizes(48, 12, full=True) == [48] and look_sizes(5, 3) == [5]
+    # without categories (frank_cnndm-style corpora): at most MAX_LOOKS equal looks
+    assert look_sizes(250, 1) == [50, 100, 150, 200, 250]
+    assert look_sizes(30, 1) == [8, 16, 24, 30]
     assert look_confidence(0.95, 4) == pytest.approx(0.9875)
 
 
