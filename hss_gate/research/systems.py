@@ -10,7 +10,6 @@ zero (the gate must block), significantly better when it lies entirely above (it
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 from scipy import stats
 
 from hss_gate.errors import InputError
+from hss_gate.jsonl import read_jsonl
 
 HUMAN_LEVEL = 0.95
 
@@ -54,10 +54,7 @@ class HumanDifference:
 def read_judgements(path: str | Path, label: str = "factual") -> dict[str, dict[str, float]]:
     """system -> doc_id -> human label, from a summaries file with a `system` field."""
     out: dict[str, dict[str, float]] = {}
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        record = json.loads(line)
+    for number, record in read_jsonl(path):
         if label not in record or "system" not in record:
             raise InputError(f"{path}:{number}: needs 'system' and '{label}' for human judgements")
         out.setdefault(str(record["system"]), {})[str(record["doc_id"])] = float(record[label])

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs
 
 from hss_gate.errors import InputError, ModelError
+from hss_gate.jsonl import read_jsonl
 
 SCHEME = "summaries"
 PERTURBED_SEPARATOR = "~"
@@ -53,28 +54,6 @@ class SummariesSource:
         return cls(Path(path), systems[0] if systems else None)
 
 
-def _records(path: Path) -> Iterable[tuple[int, dict[str, object]]]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the summaries ({exc.strerror or exc})") from exc
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    for number, raw in enumerate(data.splitlines(), start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{path}:{number}: not valid UTF-8 ({exc.reason})") from exc
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: invalid JSON ({exc.msg})") from exc
-        if not isinstance(record, dict):
-            raise InputError(f"{path}:{number}: expected a JSON object")
-        yield number, record
-
-
 def _field(record: Mapping[str, object], name: str, where: str) -> str:
     value = record.get(name)
     if isinstance(value, bool) or not isinstance(value, str | int):
@@ -85,7 +64,7 @@ def _field(record: Mapping[str, object], name: str, where: str) -> str:
 def read_summaries(source: SummariesSource) -> dict[str, str]:
     """doc_id -> summary for the chosen system; one-line errors for every fault."""
     by_system: dict[str | None, dict[str, tuple[int, str]]] = {}
-    for number, record in _records(source.path):
+    for number, record in read_jsonl(source.path):
         where = f"{source.path}:{number}"
         doc_id = _field(record, "doc_id", where).strip()
         if not doc_id:
