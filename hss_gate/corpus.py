@@ -1,5 +1,9 @@
 """A corpus of documents (doc_id, category, tier, title, text): records validated as Documents.
 
+`document` is accepted for `text` (the field name of many published summarization sets), and
+`category` is optional: a document without one is in UNCATEGORIZED, which has no reference
+constant (HSS uses the global one, with a warning) and makes one stratum for the gate's looks.
+
 Pure: the records come from the caller (`hss_gate.inputs.load_corpus` reads them from JSONL).
 """
 
@@ -13,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from hss_gate.errors import InputError
 
 
+UNCATEGORIZED = "uncategorized"
+
+
 class Document(BaseModel):
     """One source document."""
 
@@ -20,7 +27,7 @@ class Document(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     doc_id: str = Field(min_length=1)
-    category: str = Field(min_length=1)
+    category: str = Field(UNCATEGORIZED, min_length=1)
     tier: str = "unspecified"
     title: str = ""
     text: str
@@ -35,6 +42,10 @@ class Document(BaseModel):
 
 def parse_document(record: dict[str, Any], where: str) -> Document:
     """One corpus record as a Document; InputError `where: why` names the first bad field."""
+    if "document" in record:
+        if "text" in record:
+            raise InputError(f"{where}: both 'text' and 'document'; give one of them")
+        record = {("text" if k == "document" else k): v for k, v in record.items()}
     try:
         return Document.model_validate(record)
     except ValidationError as exc:

@@ -30,7 +30,6 @@ def test_loads_file_and_directory(tmp_path):
     [
         ([DOC, "{not json"], ":2: invalid JSON"),
         ([DOC | {"text": "   "}], ":1: field 'text'"),
-        ([{k: v for k, v in DOC.items() if k != "category"}], ":1: field 'category'"),
         ([DOC, DOC], ":2: duplicate doc_id 'a'"),
         (["[1, 2]"], ":1: expected a JSON object"),
     ],
@@ -39,6 +38,16 @@ def test_bad_rows_name_file_and_line(tmp_path, rows, message):
     path = _write(tmp_path / "c.jsonl", rows)
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
         load_corpus(path)
+
+
+def test_published_sets_load_with_document_and_no_category(tmp_path):
+    """frank_cnndm-style files: doc_id and document, no category."""
+    path = _write(tmp_path / "d.jsonl", [{"doc_id": "x1", "document": "An article."}])
+    (doc,) = load_corpus(path)
+    assert (doc.doc_id, doc.text, doc.category) == ("x1", "An article.", "uncategorized")
+    both = _write(tmp_path / "both.jsonl", [{"doc_id": "x", "document": "A.", "text": "B."}])
+    with pytest.raises(InputError, match=r"both.jsonl:1: both 'text' and 'document'"):
+        load_corpus(both)
 
 
 def test_empty_corpus_and_missing_path(tmp_path):
