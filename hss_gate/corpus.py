@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hss_gate.errors import InputError
 
-
 UNCATEGORIZED = "uncategorized"
 
 

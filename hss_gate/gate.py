@@ -70,9 +70,43 @@ FINDING_CODES = {
     "within_margins": "promoted: nothing blocked",
     "production.restored": "how production's summaries were obtained (the workflow)",
     "sequential.documents": "how many documents and looks decided (the workflow)",
+    "facts.relative": "off the reference corpus: the absolute facts bounds follow production",
     "override": "a person overrode a block",
     "error": "the gate could not decide",
 }
+
+RELATIVE_SHARE_HEADROOM = 0.10
+"""Off the reference corpus, a candidate's share of summaries the checker finds unsupported may
+exceed production's own share on that corpus by this much before the absolute check fails (the
+headroom the reference calibration gives: bound 0.50 over production's 0.40)."""
+
+
+def facts_bounds_relative_to(
+    gate: GateSettings, production: Sequence[Mapping[str, Any]]
+) -> tuple[GateSettings, str]:
+    """The absolute facts bounds on a corpus they were not calibrated on: never below
+    production's own values on this corpus plus a headroom, so the decision rests on the paired
+    comparison (production gated against itself always passes them). Returns the settings and
+    a note saying so."""
+    low = float(np.mean([float(r["base_low_consistency"]) for r in production]))
+    unsupported = float(np.mean([float(r["base_unsupported_share"]) for r in production]))
+    bounds = {
+        "max_low_consistency_share": max(
+            gate.max_low_consistency_share, min(1.0, low + RELATIVE_SHARE_HEADROOM)
+        ),
+        "max_unsupported_share": max(
+            gate.max_unsupported_share, min(1.0, unsupported + gate.unsupported_margin)
+        ),
+    }
+    note = (
+        "the corpus is not the reference corpus the absolute facts checks were calibrated on: "
+        f"their bounds follow production's own values on it (unsupported by the checker "
+        f"<= {bounds['max_low_consistency_share']:.2f}, production {low:.2f}; unsupported "
+        f"entities/numbers <= {bounds['max_unsupported_share']:.3f}, production "
+        f"{unsupported:.3f}); the paired comparison decides"
+    )
+    return gate.model_copy(update=bounds), note
+
 
 Effect = Literal["block", "advisory", "note", "promote", "error", "override", "overridden"]
 REASON_EFFECTS = ("block", "promote", "error", "override", "overridden")

@@ -44,8 +44,8 @@ def load_summarizer(
 
         return OpenAISummarizer(target, settings.generate)
     if scheme == "fake":  # test doubles: fake:lead, fake:unstable (worse by construction),
-        # fake:empty, fake:copy, fake:foreign (not summarizing)
-        if target in FakeSummarizer.NOT_SUMMARIZING:
+        # fake:empty, fake:copy, fake:foreign (not summarizing), fake:invent
+        if target in (*FakeSummarizer.NOT_SUMMARIZING, "invent"):
             return FakeSummarizer(mode=target)
         return FakeSummarizer(unstable=target == "unstable")
     from hss_gate.summarizers.extractive import CentroidSummarizer, LeadSummarizer

@@ -78,6 +78,12 @@ class FakeSummarizer:
         ),
     }
 
+    # a summarizer that invents: the same unsupported sentence for every text
+    INVENTED = (
+        "Officials in Springfield said 4,200 visitors attended the harbour parade on Sunday. "
+        "The mayor, Janet Oduya, promised a second festival with fireworks next spring."
+    )
+
     def __init__(
         self,
         n_sentences: int = 2,
@@ -112,6 +118,11 @@ class FakeSummarizer:
             sentences = split_sentences(text) or [text]
             if self.mode in self.NOT_SUMMARIZING:
                 out.append(self.NOT_SUMMARIZING[self.mode](text))
+                if progress:
+                    progress(1)
+                continue
+            if self.mode == "invent":
+                out.append(self.INVENTED)
                 if progress:
                     progress(1)
                 continue

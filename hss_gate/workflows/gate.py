@@ -39,6 +39,7 @@ from hss_gate.gate import (
     compare,
     decide,
     error_decision,
+    facts_bounds_relative_to,
     look_verdict,
 )
 from hss_gate.inputs import load_normalization
@@ -215,6 +216,7 @@ class GateRun:
     production: Role
     docs: list[Document]
     norm: Normalization
+    on_reference: bool = True  # the corpus the absolute checks were calibrated on
 
     @property
     def roles(self) -> tuple[Role, Role]:
@@ -248,7 +250,8 @@ def prepare(
     where.candidate = request.candidate or file_uri or ""
     if not where.candidate:
         raise InputError("no candidate: give --candidate URI or a candidate file with a `uri`")
-    docs = steps.io(load_documents, request.corpus or settings.run.corpus, request.limit)
+    corpus = request.corpus or settings.run.corpus
+    docs = steps.io(load_documents, corpus, request.limit)
     norm = steps.io(load_normalization, settings.score.normalization)
     own = candidate_settings(settings, file_generate | request.candidate_generate)
     run = GateRun(
@@ -258,6 +261,7 @@ def prepare(
         Role("production", where.production, settings),
         docs,
         norm,
+        on_reference=Path(corpus).resolve() == Path(settings.run.corpus).resolve(),
     )
     for role in run.roles:
         steps.compute(check_model, role.uri, role.settings, score.toolkit(settings).embedder)
@@ -365,15 +369,18 @@ def check_look(
     candidate, production = looks.scored.merged(settings)
     at_level = settings.score.model_copy(update={"confidence": looks.level})
     comparison = steps.compute(compare_runs, candidate, production, at_level, settings.perturb.seed)
+    gate = settings.gate
+    if not run.on_reference:
+        gate, _ = facts_bounds_relative_to(gate, production.documents)
     checks = steps.compute(
         run_gate_checks,
         steps.compute(gate_tables, candidate, comparison),
-        settings.gate,
+        gate,
         seen,
         len(settings.perturb.strengths) * settings.perturb.k,
         run.out_dir / "data_docs",
     )
-    verdict = look_verdict(comparison, checks, settings.gate, last=last)
+    verdict = look_verdict(comparison, checks, gate, last=last)
     return Look(len(seen), candidate, production, comparison, checks, verdict)
 
 
@@ -410,6 +417,11 @@ def decide_gate(
         gate_decision, last.comparison, last.checks, drift, run.settings.gate, context
     )
     decision.add_note("production.restored", f"production summaries: {restored}")
+    if not run.on_reference:
+        decision.add_note(
+            "facts.relative",
+            facts_bounds_relative_to(run.settings.gate, last.production.documents)[1],
+        )
     decision.metrics["production"] = {
         "restored": restored,
         "summaries_generated": scored.generated["production"],

@@ -1056,3 +1056,28 @@ def test_factuality_with_an_empty_pairs_file(cli, tmp_path):
     assert _error(result) == (
         f"error: {pairs}: no pairs (expected JSON Lines with id, document, summary)"
     )
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_production_gated_against_itself_promotes_on_another_corpus(cli, tmp_path, lower):
+    """Off the reference corpus the absolute facts bounds follow production's own values: a
+    summarizer whose summaries the checker mostly rejects still promotes against itself; on
+    the reference corpus the same summarizer is blocked by the absolute check."""
+    rows = [
+        {"doc_id": f"x{i}", "document": (TEXT.lower() if lower else TEXT) + f" Item {i}."}
+        for i in range(4)
+    ]
+    corpus = _write(tmp_path / "theirs.jsonl", rows)  # another shape: no category
+    out = tmp_path / "gate"
+    both = ("--candidate", "fake:invent", "--production", "fake:invent")
+    result = cli.invoke(app, ["gate", *both, "--corpus", str(corpus), "-k", "1", "--out", str(out)])
+    decision = json.loads((out / "decision.json").read_text())
+    production = pd.read_csv(out / "production" / "documents.csv")
+    assert production["base_low_consistency"].mean() > 0.5  # the 0.5 bound would block
+    assert result.exit_code == 0, result.output
+    assert decision["decision"] == "promote"
+    assert any(f["code"] == "facts.relative" for f in decision["findings"])
+    on_reference = cli.invoke(
+        app, ["gate", *both, "--limit", "4", "-k", "1", "--out", str(tmp_path / "ref")]
+    )
+    assert on_reference.exit_code == 1, on_reference.output
