@@ -15,7 +15,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.scoring import DaskScorer, add_common_arguments
+from flows.scoring import DaskRunner, add_common_arguments
 from flows.tasks import PREFECT_STEPS, settings_loader
 from hss_gate.progress import plain_progress
 from hss_gate.workflows.baseline import STAGES
@@ -48,7 +48,7 @@ def baseline_flow(
     with plain_progress(logger.info) as progress:
         return run_baseline(
             settings,
-            score=DaskScorer(workers, dask_address, chunk_size),
+            runner=DaskRunner(workers, dask_address, chunk_size),
             stage=stage,
             model=model,
             corpus=corpus,

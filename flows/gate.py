@@ -18,7 +18,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.scoring import DaskScorer, add_common_arguments
+from flows.scoring import DaskRunner, add_common_arguments
 from flows.tasks import PREFECT_STEPS, publish, settings_loader
 from hss_gate.errors import error_message
 from hss_gate.gate import Decision
@@ -74,7 +74,7 @@ def gate_flow(
         outcome = run_gate(
             settings_loader(params, {"perturb__k": k, **(overrides or {})}),
             request,
-            score=DaskScorer(workers, dask_address, chunk_size),
+            runner=DaskRunner(workers, dask_address, chunk_size),
             steps=PREFECT_STEPS,
             progress=progress,
             say=logger.info,

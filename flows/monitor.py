@@ -22,7 +22,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from flows.scoring import DaskScorer, add_common_arguments
+from flows.scoring import DaskRunner, add_common_arguments
 from flows.tasks import PREFECT_STEPS, publish
 from hss_gate.errors import error_message
 
@@ -61,7 +61,7 @@ def monitor_flow(
     outcome = run_monitor(
         load_monitor_settings,
         MonitorRequest(samples, model, sample_size, out, served_only),
-        score=DaskScorer(workers, dask_address, chunk_size),
+        runner=DaskRunner(workers, dask_address, chunk_size),
         steps=PREFECT_STEPS,
     )
     result = outcome.verdict

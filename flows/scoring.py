@@ -1,6 +1,6 @@
 """Scoring fanned out over documents: what Prefect and Dask add to the workflows' scoring.
 
-`DaskScorer` is the scoring function the flows give the workflows (hss_gate.workflows). It runs
+`DaskRunner` is the model runner the flows give the workflows (hss_gate.workflows). It runs
 a `score` subflow whose task runner is chosen per call: the default thread runner for one chunk,
 prefect-dask's DaskTaskRunner for several (a local cluster of `workers` threads, or an existing
 cluster at `dask_address`). Each chunk is one `hss_gate.runner.score_model` call with the
@@ -22,7 +22,7 @@ from hss_gate.corpus import Document
 from hss_gate.normalization import Normalization
 from hss_gate.pipeline import ScoreResult, Toolkit
 from hss_gate.progress import Progress, no_progress
-from hss_gate.runner import LocalScorer
+from hss_gate.runner import LocalRunner
 from hss_gate.settings import HssSettings
 
 DEFAULT_CHUNK_SIZE = 4
@@ -33,7 +33,7 @@ compute_task = task(cache_policy=NO_CACHE)
 
 # ------------------------------------------------------------------------ per-process models
 
-_PROCESS_SCORER = LocalScorer()
+_PROCESS_RUNNER = LocalRunner()
 _SCORER_LOCK = threading.Lock()
 
 
@@ -43,7 +43,7 @@ def process_toolkit(settings: HssSettings) -> Toolkit:
     The models load lazily on first use and are then shared by every chunk the process scores.
     """
     with _SCORER_LOCK:
-        return _PROCESS_SCORER.toolkit(settings)
+        return _PROCESS_RUNNER.toolkit(settings)
 
 
 # ------------------------------------------------------------------------ task runners
@@ -188,9 +188,9 @@ def score_subflow(
     return score_flow.with_options(task_runner=runner)(uri, docs, settings, normalization, chunks)
 
 
-class DaskScorer:
-    """The flows' scoring function (hss_gate.workflows.steps.Scorer): `score_subflow` with the
-    parallelism asked for, and the process's shared toolkit."""
+class DaskRunner:
+    """The flows' model runner (hss_gate.workflows.steps.ModelRunner): `score_subflow` with
+    the parallelism asked for, and the process's shared toolkit."""
 
     def __init__(
         self, workers: int = 1, dask_address: str | None = None, chunk_size: int | None = None

@@ -111,7 +111,7 @@ def score(
 ) -> None:
     """Score a summarizer: per-document, per-category and model HSS with the evidence."""
     from hss_gate.report import category_rows, headline
-    from hss_gate.runner import LocalScorer
+    from hss_gate.runner import LocalRunner
     from hss_gate.workflows.score import run_score
 
     settings = _settings(params, k, seed, score__normalization=normalization)
@@ -121,7 +121,7 @@ def score(
         run = run_score(
             settings,
             model,
-            score=LocalScorer(),
+            runner=LocalRunner(),
             corpus=corpus,
             limit=limit,
             out=out,
@@ -155,14 +155,14 @@ def perturb(
 ) -> None:
     """Export the documents to summarize for HSS (originals and perturbed versions) for a model
     the gate does not run: summarize each line's `document`, hand back `doc_id` + `summary`."""
-    from hss_gate.runner import LocalScorer
+    from hss_gate.runner import LocalRunner
     from hss_gate.workflows.perturb import export_perturbations
 
     settings = _settings(params, k, seed)
     with progress_reporter(console) as progress:
         path, originals, perturbed = export_perturbations(
             settings,
-            LocalScorer().toolkit(settings),
+            LocalRunner().toolkit(settings),
             out=out,
             corpus=corpus,
             limit=limit,
@@ -185,14 +185,14 @@ def baseline(
 ) -> None:
     """The production baseline (what `dvc repro` runs): reference scores, the normalization
     constants M_c, and the production model's metrics on the reference corpus."""
-    from hss_gate.runner import LocalScorer
+    from hss_gate.runner import LocalRunner
     from hss_gate.workflows.baseline import run_baseline
 
     settings = _settings(params)
     with progress_reporter(console) as progress:
         run_baseline(
             settings,
-            score=LocalScorer(),
+            runner=LocalRunner(),
             stage=stage,
             model=model,
             corpus=corpus,
@@ -239,7 +239,7 @@ def gate(
     """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide.
     A block overridden by a person (--override-by, --override-reason) is recorded and exits 0."""
     from hss_gate import decision_report
-    from hss_gate.runner import LocalScorer
+    from hss_gate.runner import LocalRunner
     from hss_gate.workflows.gate import GateRequest, override_request, run_gate
 
     request = GateRequest(
@@ -258,7 +258,7 @@ def gate(
         outcome = run_gate(
             lambda: _settings(params, k),
             request,
-            score=LocalScorer(),
+            runner=LocalRunner(),
             progress=progress,
             say=lambda line: console.print(f"[bold]{line}[/]", highlight=False),
         )
@@ -332,7 +332,7 @@ def monitor(
     """Check recent production traffic: exit 0 = healthy, 1 = unsupported served summaries,
     drift or a severity rise, 2 = error."""
     from hss_gate.monitor import EXIT_CODES
-    from hss_gate.runner import LocalScorer
+    from hss_gate.runner import LocalRunner
     from hss_gate.workflows.monitor import MonitorRequest, run_monitor
 
     request = MonitorRequest(samples, model, sample_size, out, served_only)
@@ -340,7 +340,7 @@ def monitor(
         outcome = run_monitor(
             lambda: _settings(params),
             request,
-            score=LocalScorer(),
+            runner=LocalRunner(),
             progress=progress,
         )
     result, written = outcome.verdict, outcome.out_dir / "monitor.json"

@@ -483,7 +483,7 @@ def run_suites(
     One ephemeral (in-memory) context, one pandas data asset and suite per table, one Checkpoint
     per table. With `docs_dir` (an existing, empty folder), each Checkpoint has an
     UpdateDataDocsAction and GX builds its Data Docs site (index.html) there; the caller puts
-    the folder in place (see hss_gate.workflows.score.validate_tables).
+    the folder in place (see hss_gate.workflows.shared.validate_tables).
     Fails closed: anything that cannot be evaluated comes back as a failed check.
     """
     results: list[CheckResult | None] = [None] * len(specs)

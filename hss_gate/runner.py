@@ -75,9 +75,9 @@ def toolkit_key(settings: HssSettings) -> str:
     )
 
 
-class LocalScorer:
+class LocalRunner:
     """`score_model` in this process, with the real models built once (per toolkit settings)
-    and shared by every call: the scoring function the command line gives the workflows."""
+    and shared by every call: the model runner the command line gives the workflows."""
 
     def __init__(self) -> None:
         self._toolkits: dict[str, Toolkit] = {}

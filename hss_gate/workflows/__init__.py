@@ -1,11 +1,13 @@
 """The workflows: the one definition of each job's steps, their order and fail-closed handling.
 
 - score.py: score one model on a corpus (`hss score`);
+- shared.py: the steps the workflows share (documents, model check, restored summaries,
+  score frames, drift, table suites);
 - baseline.py: the production baseline's three stages (`hss baseline`, `dvc repro`);
 - gate.py: promote or block a candidate against production (`hss gate`);
 - monitor.py: check live production traffic (`hss monitor`).
 
-Each takes the scoring function and a progress reporter as parameters and runs its steps
-through a `Steps` runner (steps.py): directly for the command line, as Prefect tasks with
-retries on I/O for the flows in flows/. Nothing here imports hss_gate.research.
+Each takes the model runner (steps.ModelRunner) and a progress reporter as parameters and runs
+its steps through a `Steps` runner (steps.py): directly for the command line, as Prefect tasks
+with retries on I/O for the flows in flows/. Nothing here imports hss_gate.research.
 """

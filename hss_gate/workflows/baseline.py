@@ -21,7 +21,7 @@ from hss_gate.progress import Progress, no_progress
 from hss_gate.report import write_outputs
 from hss_gate.settings import HssSettings
 from hss_gate.workflows.score import run_score
-from hss_gate.workflows.steps import DIRECT, Say, Scorer, Steps, silent
+from hss_gate.workflows.steps import DIRECT, ModelRunner, Say, Steps, silent
 
 STAGES = ("scores", "constants", "metrics", "all")
 
@@ -49,7 +49,7 @@ def reference_scores(reference: Path, normalization_path: str, variant: str) -> 
 def run_baseline(
     settings: HssSettings,
     *,
-    score: Scorer,
+    runner: ModelRunner,
     stage: str = "all",
     model: str | None = None,
     corpus: str | None = None,
@@ -69,7 +69,7 @@ def run_baseline(
         run = run_score(
             settings,
             model or settings.run.production_model,
-            score=score,
+            runner=runner,
             corpus=corpus,
             limit=limit,
             out=str(out_dir),

@@ -57,7 +57,7 @@ from hss_gate.settings import (
     read_candidate_file,
 )
 from hss_gate.tables import OPTIONAL_COLUMNS
-from hss_gate.workflows.score import (
+from hss_gate.workflows.shared import (
     as_floats,
     check_model,
     load_documents,
@@ -66,7 +66,7 @@ from hss_gate.workflows.score import (
     score_frame,
     validate_tables,
 )
-from hss_gate.workflows.steps import DIRECT, Outcome, Say, Scorer, Steps, silent
+from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Say, Steps, silent
 
 
 @dataclass(kw_only=True)
@@ -103,14 +103,14 @@ def decision_context(candidate: str, production: str | None) -> dict[str, str]:
 
 
 def compare_runs(
-    candidate: ScoreResult, production: ScoreResult, score: ScoreSettings, seed: int
+    candidate: ScoreResult, production: ScoreResult, score_settings: ScoreSettings, seed: int
 ) -> dict[str, Any]:
     """Paired comparison of the candidate with production on the same documents."""
     return compare(
         candidate.documents,
         production.documents,
-        resamples=score.bootstrap_resamples,
-        confidence=score.confidence,
+        resamples=score_settings.bootstrap_resamples,
+        confidence=score_settings.confidence,
         seed=seed,
     )
 
@@ -235,7 +235,7 @@ def prepare(
     load_settings: Callable[[], HssSettings],
     request: GateRequest,
     where: Where,
-    score: Scorer,
+    runner: ModelRunner,
     steps: Steps,
 ) -> GateRun:
     """Load the settings, the candidate (its URI and own generation settings, from the request
@@ -264,15 +264,15 @@ def prepare(
         on_reference=Path(corpus).resolve() == Path(settings.run.corpus).resolve(),
     )
     for role in run.roles:
-        steps.compute(check_model, role.uri, role.settings, score.toolkit(settings).embedder)
+        steps.compute(check_model, role.uri, role.settings, runner.toolkit(settings).embedder)
     return run
 
 
-def restore_production(run: GateRun, score: Scorer, steps: Steps, say: Say) -> str:
+def restore_production(run: GateRun, runner: ModelRunner, steps: Steps, say: Say) -> str:
     """Production's stored summaries and perturbations back into the cache when its
     fingerprint matches the baseline's; one line saying what happened."""
     stored = Path(run.settings.run.baseline_dir) / "reference"
-    tools = score.toolkit(run.settings)
+    tools = runner.toolkit(run.settings)
     production = run.production
     restored = steps.io(restore_summaries, stored, production.uri, run.docs, run.settings, tools)
     say(f"production: {restored}")
@@ -337,7 +337,7 @@ class Looks:
 
 
 def score_looks(
-    run: GateRun, full: bool, score: Scorer, steps: Steps, progress: Progress, say: Say
+    run: GateRun, full: bool, runner: ModelRunner, steps: Steps, progress: Progress, say: Say
 ) -> Looks:
     """Score both models look by look in a fixed stratified order (hss_gate.sequential: each
     look at its Bonferroni-spent confidence level) until a look settles; `full`: one look."""
@@ -349,7 +349,7 @@ def score_looks(
         say(f"look {i + 1} of {len(plan)}: {n} of {len(order)} documents")
         for role in run.roles:
             say(f"{role.name} {redacted_uri(role.uri)}")
-            result, meta = score(role.uri, order[start:n], role.settings, run.norm, progress)
+            result, meta = runner(role.uri, order[start:n], role.settings, run.norm, progress)
             looks.scored.add(role.name, result, meta)
         look = check_look(run, looks, order[:n], i == len(plan) - 1, steps)
         looks.taken.append(look)
@@ -448,15 +448,15 @@ def gate_steps(
     request: GateRequest,
     where: Where,
     *,
-    score: Scorer,
+    runner: ModelRunner,
     steps: Steps,
     progress: Progress,
     say: Say,
 ) -> tuple[Decision, list[dict[str, Any]]]:
     """The gate's steps in order: the decision and the documents that moved most."""
-    run = prepare(load_settings, request, where, score, steps)
-    restored = restore_production(run, score, steps, say)
-    looks = score_looks(run, request.full, score, steps, progress, say)
+    run = prepare(load_settings, request, where, runner, steps)
+    restored = restore_production(run, runner, steps, say)
+    looks = score_looks(run, request.full, runner, steps, progress, say)
     write_runs(run, looks, steps)
     drift = measure_drift(run, looks.last, steps)
     decision = decide_gate(run, looks, drift, restored, steps)
@@ -469,7 +469,7 @@ def run_gate(
     load_settings: Callable[[], HssSettings],
     request: GateRequest,
     *,
-    score: Scorer,
+    runner: ModelRunner,
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
     say: Say = silent,
@@ -483,7 +483,7 @@ def run_gate(
     error: BaseException | None = None
     try:
         decision, examples = gate_steps(
-            load_settings, request, where, score=score, steps=steps, progress=progress, say=say
+            load_settings, request, where, runner=runner, steps=steps, progress=progress, say=say
         )
     except KeyboardInterrupt as exc:
         error, decision = exc, error_decision("interrupted", **where.context())

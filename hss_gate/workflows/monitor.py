@@ -41,8 +41,8 @@ from hss_gate.redact import redacted_uri
 from hss_gate.settings import GateSettings, HssSettings, MonitorSettings, ScoreSettings
 from hss_gate.summary_checks import LengthPolicy
 from hss_gate.tables import OPTIONAL_COLUMNS
-from hss_gate.workflows.score import as_floats, score_drift, score_frame, validate_tables
-from hss_gate.workflows.steps import DIRECT, Outcome, Scorer, Steps
+from hss_gate.workflows.shared import as_floats, score_drift, score_frame, validate_tables
+from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Steps
 
 TREND_RUNS = 20
 
@@ -79,7 +79,7 @@ def monitor_severity(
     current: pd.DataFrame,
     reference: pd.DataFrame,
     monitor: MonitorSettings,
-    score: ScoreSettings,
+    score_settings: ScoreSettings,
     seed: int,
 ) -> dict[str, Any]:
     """Live mean HSS against the production reference, with the configured bootstrap."""
@@ -87,8 +87,8 @@ def monitor_severity(
         current["hss"].tolist(),
         reference["hss"].tolist(),
         margin=monitor.margin,
-        resamples=score.bootstrap_resamples,
-        confidence=score.confidence,
+        resamples=score_settings.bootstrap_resamples,
+        confidence=score_settings.confidence,
         seed=seed,
     )
 
@@ -176,7 +176,7 @@ def _check_live(
     request: MonitorRequest,
     model: str,
     out_dir: Path,
-    score: Scorer,
+    runner: ModelRunner,
     steps: Steps,
     progress: Progress,
 ) -> dict[str, Any]:
@@ -188,14 +188,14 @@ def _check_live(
     reference = steps.io(read_score_table, settings.monitor.reference)
     recent = steps.io(recent_samples, store, size, settings.monitor.model_id)
     steps.compute(samples_to_documents, recent)  # refuses an empty store
-    tools = score.toolkit(settings)
+    tools = runner.toolkit(settings)
     live = pd.DataFrame(steps.compute(served_signals, recent, tools, settings))
     served = steps.compute(served_comparison, live, reference, settings)
     if request.served_only:
         current, rise, drift, warnings = live, None, None, []
     else:
         current, rise, drift, warnings = _rescore(
-            settings, recent, live, reference, model, out_dir, score, steps, progress
+            settings, recent, live, reference, model, out_dir, runner, steps, progress
         )
     checks = steps.compute(
         run_monitor_checks, current, settings.gate, out_dir / "data_docs", request.served_only
@@ -220,7 +220,7 @@ def _rescore(
     reference: pd.DataFrame,
     model: str,
     out_dir: Path,
-    score: Scorer,
+    runner: ModelRunner,
     steps: Steps,
     progress: Progress,
 ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any], list[str]]:
@@ -228,7 +228,7 @@ def _rescore(
     joined with the served signals, the severity rise, drift, and the run's warnings."""
     norm = steps.io(load_normalization, settings.score.normalization)
     docs = steps.compute(samples_to_documents, recent)
-    scored, meta = score(model, docs, settings, norm, progress)
+    scored, meta = runner(model, docs, settings, norm, progress)
     steps.io(report.write_outputs, out_dir / "scores", scored, meta)
     current = steps.compute(
         live_frame, steps.compute(score_frame, scored, settings.score.variant), live
@@ -256,7 +256,7 @@ def run_monitor(
     load_settings: Callable[[], HssSettings],
     request: MonitorRequest,
     *,
-    score: Scorer,
+    runner: ModelRunner,
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
 ) -> Outcome[dict[str, Any]]:
@@ -280,7 +280,7 @@ def run_monitor(
             model = model or settings.run.production_model
             result["model"] = redacted_uri(model)
             store = steps.io(open_store, request.samples or settings.monitor.samples_url)
-            result |= _check_live(settings, store, request, model, out_dir, score, steps, progress)
+            result |= _check_live(settings, store, request, model, out_dir, runner, steps, progress)
         except KeyboardInterrupt as exc:
             error = exc
             result |= {"decision": "error", "reasons": ["interrupted"]}

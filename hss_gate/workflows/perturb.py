@@ -18,7 +18,7 @@ from hss_gate.io import write_jsonl_atomic
 from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import HssSettings
 from hss_gate.summarizers.stored import perturbed_id
-from hss_gate.workflows.score import load_documents
+from hss_gate.workflows.shared import load_documents
 
 
 def export_rows(docs: list[Any], perturbations: dict[str, list[Any]]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from hss_gate.progress import Progress, no_progress
 
-if TYPE_CHECKING:  # the Scorer protocol's types only: running a step imports no engine
+if TYPE_CHECKING:  # the ModelRunner protocol's types only: running a step imports no engine
     from hss_gate.corpus import Document
     from hss_gate.normalization import Normalization
     from hss_gate.pipeline import ScoreResult, Toolkit
@@ -27,8 +27,10 @@ Say = Callable[[str], None]
 """Where a workflow reports a line of what it did (console, log)."""
 
 
-class Scorer(Protocol):
-    """Scores the model a URI names on documents, with the models of its toolkit."""
+class ModelRunner(Protocol):
+    """Runs the model a URI names on documents and scores its summaries, with the models of
+    its toolkit: one model's run (`runner.LocalRunner` in this process, `flows.scoring.DaskRunner`
+    on Dask)."""
 
     def toolkit(self, settings: HssSettings) -> Toolkit:
         """The models besides the summarizer (tagger, vectors, lexicon, embedder), shared."""

@@ -112,7 +112,7 @@ def test_no_usable_columns_gives_no_drift(frames):
 
 def test_returns_the_report_pages_and_the_workflow_writes_them(frames, tmp_path):
     from hss_gate.settings import MonitorSettings
-    from hss_gate.workflows.score import score_drift
+    from hss_gate.workflows.shared import score_drift
 
     reference, current = frames
     result = drift_report(reference, current, ["a", "b"], drift_share=0.5, title="Drift <live>")

@@ -25,7 +25,7 @@ ENTRIES = {
     # hss baseline --stage scores: the workflow, with the scorer and settings the CLI gives it
     "scores": (
         "hss_gate.workflows.baseline:run_baseline",
-        "hss_gate.runner:LocalScorer",
+        "hss_gate.runner:LocalRunner",
         "hss_gate.settings:load_settings",
     ),
     # hss baseline --stage constants: M_c from the reference run's distances, written as JSON
@@ -47,9 +47,9 @@ ENTRIES = {
 EXCLUDED = {
     "hss_gate.progress": "progress bars and timed log lines: reporting only",
     "hss_gate.expectations": "Great Expectations suites: the gate's and monitor's checks, "
-    "never run by the baseline stages (reached through workflows/score.py)",
+    "never run by the baseline stages (reached through workflows/shared.py)",
     "hss_gate.drift": "Evidently drift reports: the gate's and monitor's, never run by the "
-    "baseline stages (reached through workflows/score.py)",
+    "baseline stages (reached through workflows/shared.py)",
     "hss_gate.errors": "exception classes and their messages: a stage that raises writes nothing",
     "hss_gate.redact": "credentials masked in error messages and log lines",
 }

@@ -304,7 +304,7 @@ def test_data_docs_are_built_into_docs_dir(clean_run):
 
 
 def test_the_workflow_replaces_the_docs_dir_whole(tmp_path):
-    from hss_gate.workflows.score import validate_tables
+    from hss_gate.workflows.shared import validate_tables
 
     docs_dir = tmp_path / "docs"
     docs_dir.mkdir()
