@@ -165,16 +165,15 @@ class Source:
     sentence_keys: list[set[str]] = field(init=False)
     keys: set[str] = field(init=False)
     bigrams: set[tuple[str, str]] = field(init=False)
+    sentence_bigrams: list[set[tuple[str, str]]] = field(init=False)
     prefixes: set[str] = field(init=False)
 
     def __post_init__(self) -> None:
         per = [words(s) for s in self.sentences]
         self.sentence_keys = [{w.key for w in ws} for ws in per]
         self.keys = set().union(*self.sentence_keys) if per else set()
-        self.bigrams = set()
-        for ws in per:
-            content = [w.key for w in ws if w.content]
-            self.bigrams.update(pairwise(content))
+        self.sentence_bigrams = [set(pairwise([w.key for w in ws if w.content])) for ws in per]
+        self.bigrams = set().union(*self.sentence_bigrams) if per else set()
         self.prefixes = {k[:6] for k in self.keys if len(k) >= 6 and not k.startswith("#")}
 
 
@@ -203,6 +202,8 @@ class SentenceNovelty:
     local_novel_weight: float  # rarity weight not found in the aligned two-sentence window
     bigrams: int
     novel_bigrams: int
+    local_novel_bigrams: int  # bigrams not in the aligned two-sentence window
+    recombined_bigrams: int  # novel bigrams of two supported words (facts recombined)
     passage: str
 
 
@@ -211,6 +212,7 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
     weights = [rarity(w.text if not w.number else "#", rank) for w in ws]
     miss = [not supported(w, source.keys, source.prefixes) for w in ws]
     # align: the two source sentences sharing most weighted keys
+    window_bigrams: set[tuple[str, str]] = set()
     if source.sentences:
         gain = np.array(
             [sum(wt for w, wt in zip(ws, weights, strict=True) if w.key in keys)
@@ -220,11 +222,14 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
         window = set().union(*(source.sentence_keys[i] for i in top))
         win_prefixes = {k[:6] for k in window if len(k) >= 6 and not k.startswith("#")}
         passage = " ".join(source.sentences[i] for i in sorted(top))
+        for i in top:
+            window_bigrams |= source.sentence_bigrams[i]
     else:
         window, win_prefixes, passage = set(), set(), ""
     local_miss = [not supported(w, window, win_prefixes) for w in ws]
     keys = [w.key for w in ws]
     bigrams = list(pairwise(keys))
+    ok = list(pairwise([not m for m in miss]))
     return SentenceNovelty(
         sentence=sentence,
         unsupported=tuple(dict.fromkeys(w.text for w, m in zip(ws, miss, strict=True) if m)),
@@ -237,6 +242,10 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
         local_novel_weight=float(sum(wt for wt, m in zip(weights, local_miss, strict=True) if m)),
         bigrams=len(bigrams),
         novel_bigrams=sum(1 for b in bigrams if b not in source.bigrams),
+        local_novel_bigrams=sum(1 for b in bigrams if b not in window_bigrams),
+        recombined_bigrams=sum(
+            1 for b, (x, y) in zip(bigrams, ok, strict=True) if x and y and b not in source.bigrams
+        ),
         passage=passage,
     )
 
@@ -251,6 +260,9 @@ NOVELTY_FEATURES = (
     "local_wshare",  # weighted share missing from each sentence's aligned window
     "sent_max_local",  # worst sentence's local share
     "bigram_novel",  # share of content-word bigrams not in the source
+    "bigram_local",  # ... not in each sentence's aligned window
+    "bigram_recombined",  # share of bigrams of supported words that the source never joins
+    "sent_max_bigram",  # worst sentence's bigram novelty
 )
 
 
@@ -277,6 +289,9 @@ def novelty_features(sentences: Sequence[SentenceNovelty]) -> dict[str, float]:
         "local_wshare": share(sum(s.local_novel_weight for s in sentences), w),
         "sent_max_local": max(share(s.local_novel_weight, s.weight) for s in sentences),
         "bigram_novel": share(sum(s.novel_bigrams for s in sentences), b),
+        "bigram_local": share(sum(s.local_novel_bigrams for s in sentences), b),
+        "bigram_recombined": share(sum(s.recombined_bigrams for s in sentences), b),
+        "sent_max_bigram": max(share(s.novel_bigrams, s.bigrams) for s in sentences),
     }
 
 

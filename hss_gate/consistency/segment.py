@@ -24,7 +24,11 @@ _TERM = r"(?:[.!?]+|\.\.\.)"
 _CLOSE = r"(?:\s*(?:''|\"|'|\)|\]|’|”))*"
 # a candidate boundary: terminal punctuation (maybe tokenized: " ."), closing quotes, whitespace
 _BOUNDARY = re.compile(rf"({_TERM}{_CLOSE})(\s+)")
-_GLUED_CASED = re.compile(r"(?<=[a-z0-9\"')][.!?])(?=[A-Z][a-z])")
+_GLUED_CASED = re.compile(
+    r"(?<=[a-z0-9\"')][.!?])(?=[A-Z][a-z ])"  # "America.No", "flower.A diet"
+    r"|(?<=[a-z][.!?]['\"’”])(?=[A-Z])"  # "missy.'Two"
+    r"|(?<=[a-z]{3}[.!?])(?=\d)"  # "more.38 hours" (not "2.5": letters before)
+)
 _GLUED_LOWER = re.compile(r"(?<=[a-z]{3}[.!?])(?=[a-z]{2,}\b)")
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)\s*$")
 
