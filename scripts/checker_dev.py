@@ -152,6 +152,65 @@ def cmd_lm(args) -> int:
     return 0
 
 
+def lm_features(c, summary: str) -> dict[str, float]:
+    """Aggregates of the per-token contrast (pmi) over the summary's content-word tokens."""
+    from hss_gate.consistency.novelty import words
+
+    content = [(w.start, w.end) for w in words(summary) if w.content]
+    pmi = c.pmi
+    mask = np.array([any(a < e and b > s for s, e in content) for a, b in c.spans], dtype=bool)
+    sel = pmi[mask] if mask.any() else pmi
+    if sel.size == 0:
+        return {"lm_mean_pos": 0.0, "lm_low3_pos": 0.0, "lm_negshare": 0.0, "lm_cond_pos": 0.0, "lm_min_pos": 0.0}
+    return {
+        "lm_mean_pos": float(sel.mean()),
+        "lm_low3_pos": float(np.sort(sel)[:3].mean()),
+        "lm_min_pos": float(sel.min()),
+        "lm_negshare": float((sel < 0).mean()),
+        "lm_cond_pos": float(c.with_source[mask].mean() if mask.any() else c.with_source.mean()),
+    }
+
+
+def cmd_lm_eval(args) -> int:
+    """LM contrast signals on the pairs the `lm` command scored (a document-grouped subset)."""
+    from hss_gate.consistency.calibration import roc_auc
+    from hss_gate.consistency.lm_contrast import MAX_SOURCE_TOKENS, TokenContrast
+
+    cache = JsonlCache(Path(args.cache) / "lm_contrast.jsonl")
+    fp = args.fingerprint
+    F = load_features(args)
+    rows: dict[tuple[str, bool], list[tuple[int, dict]]] = {}
+    for (name, lower), (feats, y, pairs) in F.items():
+        for i, p in enumerate(pairs):
+            v = cache.get(key(fp, str(MAX_SOURCE_TOKENS), p.document, p.summary))
+            if v is not None:
+                rows.setdefault((name, lower), []).append((i, lm_features(TokenContrast.from_dict(v), p.summary)))
+    lmf = ["lm_mean_pos", "lm_low3_pos", "lm_min_pos", "lm_negshare", "lm_cond_pos"]
+    chosen = tuple(json.loads((Path(args.cache) / "chosen.json").read_text())["features"])
+    cols = ["bigram_novel", "local_wshare", "precision"] + list(chosen)
+    cols = list(dict.fromkeys(cols))
+    print("| subset | pairs | inconsistent | " + " | ".join(lmf + cols) + " |")
+    print("|---|---|---|" + "---|" * (len(lmf) + len(cols)))
+    sub = {}
+    for k, items in sorted(rows.items()):
+        idx = [i for i, _ in items]
+        feats, y, _ = F[k]
+        y = y[idx]
+        lmv = {f: np.array([d[f] for _, d in items]) for f in lmf}
+        cells = [roc_auc(y, orient(f, lmv[f])) for f in lmf] + [roc_auc(y, orient(f, feats[f][idx])) for f in cols]
+        print(f"| {k[0]}{' lower' if k[1] else ''} | {len(y)} | {int((y == 0).sum())} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+        sub[k] = ({**{f: feats[f][idx] for f in feats}, **lmv}, y, None)
+    if len({k[0] for k in sub}) == len(SETS) and all((s, False) in sub for s in SETS):
+        cased = {k: v for k, v in sub.items() if not k[1]}
+        both = {(s, l): cased[(s, False)] for s in SETS for l in (False, True)}  # cased only here
+        print("\nLODO on the subset (cased only; each row: the left-out sets' AUC / bacc):\n")
+        print(LODO_HEADER)
+        for names in [chosen, chosen + ("lm_low3_pos",), chosen + ("lm_mean_pos",), ("lm_low3_pos",), ("lm_mean_pos",),
+                      ("lm_mean_pos", "lm_low3_pos"), ("local_wshare", "lm_mean_pos")]:
+            print(lodo_row(" + ".join(names), lodo(both, names)))
+    return 0
+
+
 def t_ci(d: np.ndarray, level: float) -> tuple[float, float, float]:
     from scipy.stats import t as student
 
@@ -228,6 +287,18 @@ def cmd_system(args) -> int:
                 blocked_share_better += block_share and human == "better"
                 print(f"| {a} vs {b} | {hm:+.3f} [{hl:+.3f}, {hh:+.3f}] {human} | {cm:+.4f} [{cl:+.4f}, {ch:+.4f}] | "
                       f"{'BLOCK' if block else '-'} | {sm:+.3f} [{sl:+.3f}, {sh:+.3f}] | {'BLOCK' if block_share else '-'} |")
+        sb_worse = sb_better = 0
+        if not np.isnan(sbert).any():
+            for a in systems:
+                for b in systems:
+                    if a == b:
+                        continue
+                    _, hl, hh = t_ci(table[a]["factual"] - table[b]["factual"], 0.95)
+                    _, _, ch = t_ci(table[a]["sbert"] - table[b]["sbert"], 0.99)
+                    sb_worse += ch < -0.03 and hh < 0
+                    sb_better += ch < -0.03 and hl > 0
+            print(f"\nsbert checker, same rule with its margin 0.03: {sb_worse} worse pairs blocked, "
+                  f"{sb_better} better pairs blocked")
         print(f"\nhuman-significantly-worse ordered pairs: {worse}; blocked by the score rule: {blocked_worse}; "
               f"significantly-better pairs blocked: {blocked_better}; by the share rule: {blocked_share_worse} "
               f"worse blocked, {blocked_share_better} better blocked")
@@ -279,6 +350,8 @@ def main() -> int:
     p.add_argument("--max-source-tokens", type=int, default=640)
     p.add_argument("--lower", action="store_true")
     sub.add_parser("split")
+    le = sub.add_parser("lm-eval")
+    le.add_argument("--fingerprint", default="gguf:b179c9523d0e6a0f:transformers:chat:loglik:pmi-v1:640")
     y = sub.add_parser("system")
     y.add_argument("--features", default="")
     h = sub.add_parser("ship")
@@ -294,7 +367,7 @@ def main() -> int:
     e.add_argument("--features", default="", help="comma-separated: skip the search")
     args = parser.parse_args()
     Path(args.cache).mkdir(parents=True, exist_ok=True)
-    return {"lm": cmd_lm, "split": cmd_split, "eval": cmd_eval, "sbert": cmd_sbert, "system": cmd_system, "ship": cmd_ship}[args.cmd](args)
+    return {"lm": cmd_lm, "split": cmd_split, "eval": cmd_eval, "sbert": cmd_sbert, "system": cmd_system, "ship": cmd_ship, "lm-eval": cmd_lm_eval}[args.cmd](args)
 
 
 def cmd_sbert(args) -> int:

@@ -40,7 +40,8 @@ STOP_WORDS = _BASE_STOP | frozenset(
 ) - frozenset({"no", "not", "never", "nor"})
 _KEEP_SHORT = frozenset({"uk", "us", "eu", "un", "tv"})
 _TOKEN = re.compile(
-    r"\d+(?:[.,]\d+)*(?:\s?(?:%|percent|per cent))?"
+    r"\d+(?:st|nd|rd|th)\b"
+    r"|\d+(?:[.,]\d+)*(?:\s?(?:%|percent|per cent))?"
     r"|[A-Za-z]+(?:['’][a-z]+)?"
     r"|%"
 )
@@ -99,6 +100,10 @@ def words(text: str) -> list[Word]:
         # a number (digits or words) followed by unit words: "2 million", "two hundred"
         value: float | None = None
         j = i
+        if re.fullmatch(r"\d+(st|nd|rd|th)", low):
+            out.append(Word(tok, a, b, "#" + low, True, True))
+            i += 1
+            continue
         if low[:1].isdigit():
             digits = re.match(r"[\d.,]+", low).group(0)  # type: ignore[union-attr]
             clean = digits.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", digits) else digits.replace(",", ".")
