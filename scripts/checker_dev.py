@@ -211,6 +211,31 @@ def cmd_lm_eval(args) -> int:
     return 0
 
 
+def cmd_cost(args) -> int:
+    """Wall time of the shipped checker per (document, summary) pair, cold per document."""
+    from hss_gate.consistency.invented import load_invented_checker
+    from hss_gate.consistency.novelty import glove_ranks
+
+    t = time.time()
+    glove_ranks()
+    print(f"GloVe word ranks loaded in {time.time() - t:.2f} s (once per process)")
+    checker = load_invented_checker()
+    every = [p for ps in load_sets().values() for p in ps]
+    seen, pairs = set(), []
+    for p in every:  # one summary per source, sources of 450-650 words
+        if 450 <= len(p.document.split()) <= 650 and p.document not in seen:
+            seen.add(p.document)
+            pairs.append(p)
+    pairs = pairs[: args.n]
+    n_words = np.mean([len(p.document.split()) for p in pairs])
+    t, cpu = time.time(), time.process_time()
+    checker.check([(p.document, p.summary) for p in pairs])
+    wall, used = (time.time() - t) / len(pairs), (time.process_time() - cpu) / len(pairs)
+    print(f"{len(pairs)} pairs, mean source {n_words:.0f} words: {wall * 1000:.1f} ms wall, "
+          f"{used * 1000:.1f} ms CPU per pair (every source new)")
+    return 0
+
+
 def t_ci(d: np.ndarray, level: float) -> tuple[float, float, float]:
     from scipy.stats import t as student
 
@@ -350,6 +375,8 @@ def main() -> int:
     p.add_argument("--max-source-tokens", type=int, default=640)
     p.add_argument("--lower", action="store_true")
     sub.add_parser("split")
+    co = sub.add_parser("cost")
+    co.add_argument("--n", type=int, default=100)
     le = sub.add_parser("lm-eval")
     le.add_argument("--fingerprint", default="gguf:b179c9523d0e6a0f:transformers:chat:loglik:pmi-v1:640")
     y = sub.add_parser("system")
@@ -367,7 +394,7 @@ def main() -> int:
     e.add_argument("--features", default="", help="comma-separated: skip the search")
     args = parser.parse_args()
     Path(args.cache).mkdir(parents=True, exist_ok=True)
-    return {"lm": cmd_lm, "split": cmd_split, "eval": cmd_eval, "sbert": cmd_sbert, "system": cmd_system, "ship": cmd_ship, "lm-eval": cmd_lm_eval}[args.cmd](args)
+    return {"lm": cmd_lm, "split": cmd_split, "eval": cmd_eval, "sbert": cmd_sbert, "system": cmd_system, "ship": cmd_ship, "lm-eval": cmd_lm_eval, "cost": cmd_cost}[args.cmd](args)
 
 
 def cmd_sbert(args) -> int:

@@ -137,7 +137,10 @@ class InventedChecker:
         word_rank: WordRank | None = None,
         threshold: float | None = None,
         splitter: Callable[[str], list[str]] = split_text,
+        sbert: Any = None,
     ) -> None:
+        """`sbert`: a Checker whose consistency is the `sbert` feature (the default `sbert`
+        MatrixChecker), needed only when the weights use that feature."""
         self.weights = weights
         self.threshold = weights.threshold if threshold is None else threshold
         self.sentence_threshold = (
@@ -147,8 +150,12 @@ class InventedChecker:
             self.sentence_threshold = threshold
         self._rank = word_rank
         self._split = splitter
+        self._sbert = sbert
+        if "sbert" in weights.features and sbert is None:
+            raise ValueError("these weights use the 'sbert' feature: pass the sbert checker")
         ranks = "glove-rank" if word_rank is not None else "no-rank"
-        self.fingerprint = f"invented:{weights.digest}:{ranks}:t{self.threshold:g}"
+        extra = f":{sbert.fingerprint}" if sbert is not None and "sbert" in weights.features else ""
+        self.fingerprint = f"invented:{weights.digest}:{ranks}{extra}:t{self.threshold:g}"
         self._source: tuple[str, Source] | None = None
 
     def _prepared(self, source: str) -> Source:
@@ -174,7 +181,7 @@ class InventedChecker:
                 unsupported = tuple(Unsupported(s.sentence, "", 0.0) for s in sentences)
                 out.append(Finding(Verdict(0.0, unsupported), found))
                 continue
-            total = round(self.weights.score(novelty_features(sentences)), 6)
+            total = round(self.weights.score(self._features(source, summary, sentences)), 6)
             found = tuple(
                 SentenceFinding(
                     s.sentence,
@@ -183,13 +190,24 @@ class InventedChecker:
                     s.unsupported,
                     sc < self.sentence_threshold,
                 )
-                for s, sc in ((s, self.weights.score(novelty_features([s]))) for s in sentences)
+                for s, sc in (
+                    (s, self.weights.score(self._features(source, s.sentence, [s])))
+                    for s in sentences
+                )
             )
             unsupported = tuple(
                 Unsupported(f.sentence, f.passage, f.score) for f in found if f.unsupported
             )
             out.append(Finding(Verdict(total, unsupported), found))
         return out
+
+    def _features(
+        self, source: str, text: str, sentences: list[SentenceNovelty]
+    ) -> dict[str, float]:
+        features = novelty_features(sentences)
+        if "sbert" in self.weights.features:
+            features["sbert"] = self._sbert.check([(source, text)])[0].consistency
+        return features
 
     def check(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         return [f.verdict for f in self.explain(pairs)]

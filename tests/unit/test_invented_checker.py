@@ -191,3 +191,25 @@ def test_shipped_weights_are_valid() -> None:
     assert 0.0 < w.threshold < 1.0
     assert all(s > 0 for s in w.std)
     assert w.provenance  # which data chose the numbers
+
+
+def test_sbert_feature_uses_the_given_checker() -> None:
+    class FakeSbert:
+        fingerprint = "fake-sbert"
+
+        def __init__(self, value: float) -> None:
+            self.value = value
+
+        def check(self, pairs):
+            return [Verdict(self.value) for _ in pairs]
+
+    weights = InventedWeights.from_dict(
+        {"features": ["sbert"], "mean": [0.5], "std": [0.1], "coef": [2.0], "intercept": 0.0,
+         "threshold": 0.5}
+    )
+    with pytest.raises(ValueError, match="sbert"):
+        InventedChecker(weights, None)
+    high = InventedChecker(weights, None, sbert=FakeSbert(0.9)).check([(SOURCE, "Merson won.")])[0]
+    low = InventedChecker(weights, None, sbert=FakeSbert(0.1)).check([(SOURCE, "Merson won.")])[0]
+    assert high.consistency > 0.99 and low.consistency < 0.01
+    assert low.unsupported and not high.unsupported
