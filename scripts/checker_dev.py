@@ -9,6 +9,7 @@ CNN/DM, FRANK CNN/DM), each cased as distributed and lower-cased. Every expensiv
 cached under --cache (default /work/checker-cache), so reruns are cheap.
 """
 
+# ruff: noqa: E501, E741, B007, B905, RUF005  (a development script: wide tables)
 from __future__ import annotations
 
 import argparse
@@ -42,15 +43,21 @@ def load_sets(data: Path = DATA) -> dict[str, list[LabelledPair]]:
     for i, line in enumerate((data / "frank_cnndm" / "summaries.jsonl").read_text().splitlines()):
         rec = json.loads(line)
         frank.append(
-            LabelledPair(f"{rec['doc_id']}|{rec['system']}", docs[rec["doc_id"]], rec["summary"],
-                         int(rec["factual"]))
+            LabelledPair(
+                f"{rec['doc_id']}|{rec['system']}",
+                docs[rec["doc_id"]],
+                rec["summary"],
+                int(rec["factual"]),
+            )
         )
     out["frank"] = frank
     return out
 
 
 def frank_meta(data: Path = DATA) -> list[dict]:
-    return [json.loads(x) for x in (data / "frank_cnndm" / "summaries.jsonl").read_text().splitlines()]
+    return [
+        json.loads(x) for x in (data / "frank_cnndm" / "summaries.jsonl").read_text().splitlines()
+    ]
 
 
 def variant(pairs: list[LabelledPair], lower: bool) -> list[LabelledPair]:
@@ -90,7 +97,9 @@ class JsonlCache:
             f.write(json.dumps([k, v]) + "\n")
 
 
-def lm_subset(sets: dict[str, list[LabelledPair]], per_set: int, seed: int = 0) -> dict[str, list[LabelledPair]]:
+def lm_subset(
+    sets: dict[str, list[LabelledPair]], per_set: int, seed: int = 0
+) -> dict[str, list[LabelledPair]]:
     """A stratified, document-grouped subset: whole documents (all their summaries) in a fixed
     random order until `per_set` pairs, so the source prefix is reused across summaries."""
     rng = np.random.default_rng(seed)
@@ -135,19 +144,21 @@ def cmd_lm(args) -> int:
                         order.append((name, lower, queue.pop(0)))
     if True:
         for name, lower, p in order:
-                k = key(fp, str(args.max_source_tokens), p.document, p.summary)
-                done += 1
-                if cache.get(k) is not None:
-                    continue
-                t = time.time()
-                c = scorer.contrast(p.document, p.summary)
-                spent += time.time() - t
-                computed += 1
-                cache.put(k, c.to_dict())
-                if computed % 10 == 0:
-                    print(f"[lm] {name}{'/lower' if lower else ''} {done} pairs, {computed} computed, "
-                          f"{spent / computed:.2f} s/pair, truncated sources {scorer.truncations}",
-                          flush=True)
+            k = key(fp, str(args.max_source_tokens), p.document, p.summary)
+            done += 1
+            if cache.get(k) is not None:
+                continue
+            t = time.time()
+            c = scorer.contrast(p.document, p.summary)
+            spent += time.time() - t
+            computed += 1
+            cache.put(k, c.to_dict())
+            if computed % 10 == 0:
+                print(
+                    f"[lm] {name}{'/lower' if lower else ''} {done} pairs, {computed} computed, "
+                    f"{spent / computed:.2f} s/pair, truncated sources {scorer.truncations}",
+                    flush=True,
+                )
     print(f"[lm] done: {computed} computed, {spent / max(computed, 1):.2f} s per pair", flush=True)
     return 0
 
@@ -161,7 +172,13 @@ def lm_features(c, summary: str) -> dict[str, float]:
     mask = np.array([any(a < e and b > s for s, e in content) for a, b in c.spans], dtype=bool)
     sel = pmi[mask] if mask.any() else pmi
     if sel.size == 0:
-        return {"lm_mean_pos": 0.0, "lm_low3_pos": 0.0, "lm_negshare": 0.0, "lm_cond_pos": 0.0, "lm_min_pos": 0.0}
+        return {
+            "lm_mean_pos": 0.0,
+            "lm_low3_pos": 0.0,
+            "lm_negshare": 0.0,
+            "lm_cond_pos": 0.0,
+            "lm_min_pos": 0.0,
+        }
     return {
         "lm_mean_pos": float(sel.mean()),
         "lm_low3_pos": float(np.sort(sel)[:3].mean()),
@@ -184,7 +201,9 @@ def cmd_lm_eval(args) -> int:
         for i, p in enumerate(pairs):
             v = cache.get(key(fp, str(MAX_SOURCE_TOKENS), p.document, p.summary))
             if v is not None:
-                rows.setdefault((name, lower), []).append((i, lm_features(TokenContrast.from_dict(v), p.summary)))
+                rows.setdefault((name, lower), []).append(
+                    (i, lm_features(TokenContrast.from_dict(v), p.summary))
+                )
     lmf = ["lm_mean_pos", "lm_low3_pos", "lm_min_pos", "lm_negshare", "lm_cond_pos"]
     chosen = tuple(json.loads((Path(args.cache) / "chosen.json").read_text())["features"])
     cols = ["bigram_novel", "local_wshare", "precision"] + list(chosen)
@@ -197,16 +216,29 @@ def cmd_lm_eval(args) -> int:
         feats, y, _ = F[k]
         y = y[idx]
         lmv = {f: np.array([d[f] for _, d in items]) for f in lmf}
-        cells = [roc_auc(y, orient(f, lmv[f])) for f in lmf] + [roc_auc(y, orient(f, feats[f][idx])) for f in cols]
-        print(f"| {k[0]}{' lower' if k[1] else ''} | {len(y)} | {int((y == 0).sum())} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+        cells = [roc_auc(y, orient(f, lmv[f])) for f in lmf] + [
+            roc_auc(y, orient(f, feats[f][idx])) for f in cols
+        ]
+        print(
+            f"| {k[0]}{' lower' if k[1] else ''} | {len(y)} | {int((y == 0).sum())} | "
+            + " | ".join(f"{c:.3f}" for c in cells)
+            + " |"
+        )
         sub[k] = ({**{f: feats[f][idx] for f in feats}, **lmv}, y, None)
     if len({k[0] for k in sub}) == len(SETS) and all((s, False) in sub for s in SETS):
         cased = {k: v for k, v in sub.items() if not k[1]}
         both = {(s, l): cased[(s, False)] for s in SETS for l in (False, True)}  # cased only here
         print("\nLODO on the subset (cased only; each row: the left-out sets' AUC / bacc):\n")
         print(LODO_HEADER)
-        for names in [chosen, chosen + ("lm_low3_pos",), chosen + ("lm_mean_pos",), ("lm_low3_pos",), ("lm_mean_pos",),
-                      ("lm_mean_pos", "lm_low3_pos"), ("local_wshare", "lm_mean_pos")]:
+        for names in [
+            chosen,
+            chosen + ("lm_low3_pos",),
+            chosen + ("lm_mean_pos",),
+            ("lm_low3_pos",),
+            ("lm_mean_pos",),
+            ("lm_mean_pos", "lm_low3_pos"),
+            ("local_wshare", "lm_mean_pos"),
+        ]:
             print(lodo_row(" + ".join(names), lodo(both, names)))
     return 0
 
@@ -231,8 +263,10 @@ def cmd_cost(args) -> int:
     t, cpu = time.time(), time.process_time()
     checker.check([(p.document, p.summary) for p in pairs])
     wall, used = (time.time() - t) / len(pairs), (time.process_time() - cpu) / len(pairs)
-    print(f"{len(pairs)} pairs, mean source {n_words:.0f} words: {wall * 1000:.1f} ms wall, "
-          f"{used * 1000:.1f} ms CPU per pair (every source new)")
+    print(
+        f"{len(pairs)} pairs, mean source {n_words:.0f} words: {wall * 1000:.1f} ms wall, "
+        f"{used * 1000:.1f} ms CPU per pair (every source new)"
+    )
     return 0
 
 
@@ -250,18 +284,29 @@ def cmd_system(args) -> int:
     from scipy.stats import spearmanr
 
     F = load_features(args)
-    names = tuple(args.features.split(",")) if args.features else tuple(
-        json.loads((Path(args.cache) / "chosen.json").read_text())["features"])
+    names = (
+        tuple(args.features.split(","))
+        if args.features
+        else tuple(json.loads((Path(args.cache) / "chosen.json").read_text())["features"])
+    )
     model = fit([(matrix(F, k, names), F[k][1]) for k in F if k[0] != "frank"])
     meta = frank_meta()
     systems = sorted({m["system"] for m in meta})
     docs = sorted({m["doc_id"] for m in meta})
     sb = JsonlCache(Path(args.cache) / "sbert_scores.jsonl")
     sets = load_sets()
-    sbert = np.array([np.nan if sb.get(key("sbert", p.document, p.summary)) is None
-                      else sb.get(key("sbert", p.document, p.summary)) for p in sets["frank"]])
-    print(f"features: {' + '.join(names)}; fitted on summeval, factcc, qags (cased + lower); "
-          f"threshold {model['threshold']:.4f}")
+    sbert = np.array(
+        [
+            np.nan
+            if sb.get(key("sbert", p.document, p.summary)) is None
+            else sb.get(key("sbert", p.document, p.summary))
+            for p in sets["frank"]
+        ]
+    )
+    print(
+        f"features: {' + '.join(names)}; fitted on summeval, factcc, qags (cased + lower); "
+        f"threshold {model['threshold']:.4f}"
+    )
     for lower in (False, True):
         score = predict(model, matrix(F, ("frank", lower), names))
         table = {}
@@ -278,22 +323,33 @@ def cmd_system(args) -> int:
         spread_new = float(np.std(score))
         spread_sbert = float(np.nanstd(sbert)) if not np.isnan(sbert).all() else float("nan")
         margin = 0.03 * spread_new / spread_sbert if spread_sbert == spread_sbert else 0.03
-        print(f"\n### FRANK {'lower-cased' if lower else 'cased'}: score spread (sd) {spread_new:.4f}, "
-              f"sbert sd {spread_sbert:.4f}: margin 0.03 (sbert units) = {margin:.4f} here\n")
-        print("| system | human factuality | human factual share | checker mean | share below threshold | sbert mean |")
+        print(
+            f"\n### FRANK {'lower-cased' if lower else 'cased'}: score spread (sd) {spread_new:.4f}, "
+            f"sbert sd {spread_sbert:.4f}: margin 0.03 (sbert units) = {margin:.4f} here\n"
+        )
+        print(
+            "| system | human factuality | human factual share | checker mean | share below threshold | sbert mean |"
+        )
         print("|---|---|---|---|---|---|")
         for sysname in sorted(systems, key=lambda x: -table[x]["factuality"].mean()):
             t = table[sysname]
-            print(f"| {sysname} | {t['factuality'].mean():.2f} | {t['factual'].mean():.2f} | "
-                  f"{t['score'].mean():.3f} | {t['low'].mean():.2f} | {np.nanmean(t['sbert']):.3f} |")
+            print(
+                f"| {sysname} | {t['factuality'].mean():.2f} | {t['factual'].mean():.2f} | "
+                f"{t['score'].mean():.3f} | {t['low'].mean():.2f} | {np.nanmean(t['sbert']):.3f} |"
+            )
         h = [table[x]["factuality"].mean() for x in systems]
-        print(f"\nSpearman over systems: checker mean vs human factuality "
-              f"{spearmanr([table[x]['score'].mean() for x in systems], h)[0]:.2f}; "
-              f"share below vs human factual share "
-              f"{spearmanr([-table[x]['low'].mean() for x in systems], [table[x]['factual'].mean() for x in systems])[0]:.2f}; "
-              f"sbert mean vs human factuality {spearmanr([np.nanmean(table[x]['sbert']) for x in systems], h)[0]:.2f}")
-        print("\n| candidate vs production | human diff in factual [95% CI] | checker diff [99% CI] | blocked (score, margin) | share-below diff [99% CI] | blocked (share, +0.02) |")
+        print(
+            f"\nSpearman over systems: checker mean vs human factuality "
+            f"{spearmanr([table[x]['score'].mean() for x in systems], h)[0]:.2f}; "
+            f"share below vs human factual share "
+            f"{spearmanr([-table[x]['low'].mean() for x in systems], [table[x]['factual'].mean() for x in systems])[0]:.2f}; "
+            f"sbert mean vs human factuality {spearmanr([np.nanmean(table[x]['sbert']) for x in systems], h)[0]:.2f}"
+        )
+        print(
+            "\n| candidate vs production | human diff in factual [95% CI] | checker diff [99% CI] | blocked (score, margin) | share-below diff [99% CI] | blocked (share, +0.02) |"
+        )
         print("|---|---|---|---|---|---|")
+        blocked_ns = 0
         worse = blocked_worse = blocked_better = blocked_share_worse = blocked_share_better = 0
         for a in systems:
             for b in systems:
@@ -308,11 +364,14 @@ def cmd_system(args) -> int:
                 worse += human == "worse"
                 blocked_worse += block and human == "worse"
                 blocked_better += block and human == "better"
+                blocked_ns += block and human == "n.s."
                 blocked_share_worse += block_share and human == "worse"
                 blocked_share_better += block_share and human == "better"
-                print(f"| {a} vs {b} | {hm:+.3f} [{hl:+.3f}, {hh:+.3f}] {human} | {cm:+.4f} [{cl:+.4f}, {ch:+.4f}] | "
-                      f"{'BLOCK' if block else '-'} | {sm:+.3f} [{sl:+.3f}, {sh:+.3f}] | {'BLOCK' if block_share else '-'} |")
-        sb_worse = sb_better = 0
+                print(
+                    f"| {a} vs {b} | {hm:+.3f} [{hl:+.3f}, {hh:+.3f}] {human} | {cm:+.4f} [{cl:+.4f}, {ch:+.4f}] | "
+                    f"{'BLOCK' if block else '-'} | {sm:+.3f} [{sl:+.3f}, {sh:+.3f}] | {'BLOCK' if block_share else '-'} |"
+                )
+        sb_worse = sb_better = sb_ns = 0
         if not np.isnan(sbert).any():
             for a in systems:
                 for b in systems:
@@ -322,19 +381,28 @@ def cmd_system(args) -> int:
                     _, _, ch = t_ci(table[a]["sbert"] - table[b]["sbert"], 0.99)
                     sb_worse += ch < -0.03 and hh < 0
                     sb_better += ch < -0.03 and hl > 0
-            print(f"\nsbert checker, same rule with its margin 0.03: {sb_worse} worse pairs blocked, "
-                  f"{sb_better} better pairs blocked")
-        print(f"\nhuman-significantly-worse ordered pairs: {worse}; blocked by the score rule: {blocked_worse}; "
-              f"significantly-better pairs blocked: {blocked_better}; by the share rule: {blocked_share_worse} "
-              f"worse blocked, {blocked_share_better} better blocked")
+                    sb_ns += ch < -0.03 and hl <= 0 <= hh
+            print(
+                f"\nsbert checker, same rule with its margin 0.03: {sb_worse} worse pairs blocked, "
+                f"{sb_better} better pairs blocked, {sb_ns} not-significant pairs blocked"
+            )
+        print(
+            f"\nhuman-significantly-worse ordered pairs: {worse}; blocked by the score rule: {blocked_worse}; "
+            f"significantly-better pairs blocked: {blocked_better}; not-significant pairs blocked: "
+            f"{blocked_ns}; by the share rule: {blocked_share_worse} "
+            f"worse blocked, {blocked_share_better} better blocked"
+        )
     return 0
 
 
 def cmd_ship(args) -> int:
     """Final weights on all dev sets (cased + lower), written beside the module."""
     F = load_features(args)
-    names = tuple(args.features.split(",")) if args.features else tuple(
-        json.loads((Path(args.cache) / "chosen.json").read_text())["features"])
+    names = (
+        tuple(args.features.split(","))
+        if args.features
+        else tuple(json.loads((Path(args.cache) / "chosen.json").read_text())["features"])
+    )
     model = fit([(matrix(F, k, names), F[k][1]) for k in F])
     path = REPO / "hss_gate" / "consistency" / "invented_weights.json"
     data = {
@@ -350,9 +418,9 @@ def cmd_ship(args) -> int:
         "provenance": {
             "script": "scripts/checker_dev.py ship (docs/CHECKER_DEV.md)",
             "features": "chosen by the worst leave-one-dataset-out ROC AUC over summeval, factcc, "
-                        "qags, frank_cnndm (cased and lower-cased), then the mean",
+            "qags, frank_cnndm (cased and lower-cased), then the mean",
             "weights": "L2 logistic regression (C=1), standardized, every (dataset, casing) block "
-                       "weighing 1 and its classes half each, on all four dev sets cased + lower-cased",
+            "weighing 1 and its classes half each, on all four dev sets cased + lower-cased",
             "threshold": "maximizes the mean balanced accuracy over the same 8 blocks (in-sample)",
             "margin": "0.03 of the sbert checker re-derived by the ratio of score spreads on frank_cnndm",
             "max_low_share": "frank_cnndm, weights without frank: see docs/CHECKER_DEV.md",
@@ -378,7 +446,9 @@ def main() -> int:
     co = sub.add_parser("cost")
     co.add_argument("--n", type=int, default=100)
     le = sub.add_parser("lm-eval")
-    le.add_argument("--fingerprint", default="gguf:b179c9523d0e6a0f:transformers:chat:loglik:pmi-v1:640")
+    le.add_argument(
+        "--fingerprint", default="gguf:b179c9523d0e6a0f:transformers:chat:loglik:pmi-v1:640"
+    )
     y = sub.add_parser("system")
     y.add_argument("--features", default="")
     h = sub.add_parser("ship")
@@ -394,7 +464,16 @@ def main() -> int:
     e.add_argument("--features", default="", help="comma-separated: skip the search")
     args = parser.parse_args()
     Path(args.cache).mkdir(parents=True, exist_ok=True)
-    return {"lm": cmd_lm, "split": cmd_split, "eval": cmd_eval, "sbert": cmd_sbert, "system": cmd_system, "ship": cmd_ship, "lm-eval": cmd_lm_eval, "cost": cmd_cost}[args.cmd](args)
+    return {
+        "lm": cmd_lm,
+        "split": cmd_split,
+        "eval": cmd_eval,
+        "sbert": cmd_sbert,
+        "system": cmd_system,
+        "ship": cmd_ship,
+        "lm-eval": cmd_lm_eval,
+        "cost": cmd_cost,
+    }[args.cmd](args)
 
 
 def cmd_sbert(args) -> int:
@@ -416,13 +495,20 @@ def cmd_sbert(args) -> int:
         for name in ("frank", "qags", "factcc", "summeval"):
             pairs = sets[name]
             t = time.time()
-            todo = [p for p in variant(pairs, lower) if out.get(key("sbert", p.document, p.summary)) is None]
+            todo = [
+                p
+                for p in variant(pairs, lower)
+                if out.get(key("sbert", p.document, p.summary)) is None
+            ]
             for i, p in enumerate(todo):
                 v = checker.check([(p.document, p.summary)])[0]
                 out.put(key("sbert", p.document, p.summary), v.consistency)
                 if (i + 1) % 50 == 0:
-                    print(f"[sbert] {name}{'/lower' if lower else ''} {i + 1}/{len(todo)} "
-                          f"{(time.time() - t) / (i + 1):.2f} s/pair", flush=True)
+                    print(
+                        f"[sbert] {name}{'/lower' if lower else ''} {i + 1}/{len(todo)} "
+                        f"{(time.time() - t) / (i + 1):.2f} s/pair",
+                        flush=True,
+                    )
             print(f"[sbert] {name}{'/lower' if lower else ''} done", flush=True)
     return 0
 
@@ -484,7 +570,11 @@ def cmd_split(args) -> int:
     }
     styles = list(_styles(["A."]).keys())
     print(f"{len(gold)} QAGS summaries, {sum(len(g) for g in gold)} gold sentences\n")
-    print("| splitter | " + " | ".join(f"{s}: exact / boundary F1" for s in styles) + " | ms per summary |")
+    print(
+        "| splitter | "
+        + " | ".join(f"{s}: exact / boundary F1" for s in styles)
+        + " | ms per summary |"
+    )
     print("|---|" + "---|" * (len(styles) + 1))
     for name, split in splitters.items():
         cells, t = [], time.time()
@@ -512,14 +602,19 @@ def pair_features(sets_by_variant, cache_dir: Path) -> dict:
     """{(set, lower): (feature matrix dict name -> array, labels, pairs)} for every set."""
     from hss_gate.consistency.features import overlap_scores
     from hss_gate.consistency.novelty import (
-        glove_ranks, novelty_features, prepare, sentence_novelty,
+        glove_ranks,
+        novelty_features,
+        prepare,
+        sentence_novelty,
     )
     from hss_gate.consistency.segment import split_text
 
     ranks = glove_ranks().get
     sbert = JsonlCache(cache_dir / "sbert_scores.jsonl")
+    cased_pairs = {name: pairs for (name, lower), pairs in sets_by_variant.items() if not lower}
     out = {}
     for (name, lower), pairs in sets_by_variant.items():
+        fallback = 0
         t = time.time()
         feats: dict[str, list[float]] = {}
         prepared: dict[str, object] = {}
@@ -530,25 +625,58 @@ def pair_features(sets_by_variant, cache_dir: Path) -> dict:
             f = novelty_features(sents)
             f["precision"] = overlap_scores(p.document, p.summary).precision
             sb = sbert.get(key("sbert", p.document, p.summary))
+            if (
+                sb is None and lower
+            ):  # all-MiniLM-L6-v2 lower-cases its input: only the split differs
+                c = cased_pairs[name][len(feats.get("precision", []))]
+                sb = sbert.get(key("sbert", c.document, c.summary))
+                fallback += sb is not None
             f["sbert"] = float("nan") if sb is None else float(sb)
             f["n_sentences"] = float(len(sents))
             for k, v in f.items():
                 feats.setdefault(k, []).append(v)
-        out[(name, lower)] = ({k: np.asarray(v) for k, v in feats.items()},
-                              np.array([p.label for p in pairs]), pairs)
-        print(f"[features] {name}{'/lower' if lower else ''}: {len(pairs)} pairs "
-              f"{(time.time() - t) / len(pairs) * 1000:.1f} ms/pair", flush=True)
+        out[(name, lower)] = (
+            {k: np.asarray(v) for k, v in feats.items()},
+            np.array([p.label for p in pairs]),
+            pairs,
+        )
+        print(
+            f"[features] {name}{'/lower' if lower else ''}: {len(pairs)} pairs "
+            f"{(time.time() - t) / len(pairs) * 1000:.1f} ms/pair"
+            + (f"; sbert of the cased text for {fallback}" if fallback else ""),
+            flush=True,
+        )
     return out
 
 
 def orient(name: str, values: np.ndarray) -> np.ndarray:
     """Higher = more consistent: novelty features are negated."""
-    return values if name in ("precision", "sbert", "n_sentences") or name.startswith("lm_") and name.endswith("_pos") else -values
+    return (
+        values
+        if name in ("precision", "sbert", "n_sentences")
+        or (name.startswith("lm_") and name.endswith("_pos"))
+        else -values
+    )
 
 
-POOL = ("novel_share", "novel_wshare", "novel_wsum", "novel_numbers", "novel_rare",
-        "sent_max_wshare", "local_wshare", "sent_max_local", "bigram_novel", "bigram_local",
-        "bigram_recombined", "sent_max_bigram", "precision", "sbert")
+POOL = (
+    "novel_share",
+    "novel_wshare",
+    "novel_wsum",
+    "novel_numbers",
+    "novel_rare",
+    "sent_max_wshare",
+    "local_wshare",
+    "sent_max_local",
+    "bigram_novel",
+    "bigram_local",
+    "bigram_recombined",
+    "sent_max_bigram",
+    "cooc_novel",
+    "sent_max_cooc",
+    "precision",
+    "sbert",
+)
 
 
 def block_weights(blocks: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -620,7 +748,11 @@ def lodo(F: dict, names: tuple[str, ...], c: float = 1.0) -> dict:
         for lower in (False, True):
             k = (held, lower)
             p = predict(model, matrix(F, k, names))
-            out[k] = (roc_auc(F[k][1], p), bacc(F[k][1], p >= model["threshold"]), model["threshold"])
+            out[k] = (
+                roc_auc(F[k][1], p),
+                bacc(F[k][1], p >= model["threshold"]),
+                model["threshold"],
+            )
     return out
 
 
@@ -632,18 +764,25 @@ def summarize_lodo(res: dict) -> tuple[float, float, float, float]:
 
 def lodo_row(label: str, res: dict) -> str:
     worst, mean, bworst, bmean = summarize_lodo(res)
-    cells = " | ".join(f"{res[(s, l)][0]:.3f} / {res[(s, l)][1]:.3f}" for s in SETS for l in (False, True))
+    cells = " | ".join(
+        f"{res[(s, l)][0]:.3f} / {res[(s, l)][1]:.3f}" for s in SETS for l in (False, True)
+    )
     return f"| {label} | {cells} | {worst:.3f} | {mean:.3f} | {bworst:.3f} | {bmean:.3f} |"
 
 
-LODO_HEADER = ("| signals | " + " | ".join(f"{s}{' lower' if l else ''} AUC / bacc" for s in SETS for l in (False, True))
-               + " | worst AUC | mean AUC | worst bacc | mean bacc |\n|---|" + "---|" * 12)
+LODO_HEADER = (
+    "| signals | "
+    + " | ".join(f"{s}{' lower' if l else ''} AUC / bacc" for s in SETS for l in (False, True))
+    + " | worst AUC | mean AUC | worst bacc | mean bacc |\n|---|"
+    + "---|" * 12
+)
 
 
 def load_features(args) -> dict:
     sets = load_sets()
-    return pair_features({(n, l): variant(p, l) for n, p in sets.items() for l in (False, True)},
-                         Path(args.cache))
+    return pair_features(
+        {(n, l): variant(p, l) for n, p in sets.items() for l in (False, True)}, Path(args.cache)
+    )
 
 
 def cmd_eval(args) -> int:
@@ -657,13 +796,23 @@ def cmd_eval(args) -> int:
     if missing:
         print(f"(not available for every pair, left out: {', '.join(missing)})")
     print("\n## Each signal alone (ROC AUC, oriented so higher = consistent)\n")
-    print("| signal | " + " | ".join(f"{s}{' lower' if l else ''}" for s in SETS for l in (False, True)) + " | worst | mean |")
+    print(
+        "| signal | "
+        + " | ".join(f"{s}{' lower' if l else ''}" for s in SETS for l in (False, True))
+        + " | worst | mean |"
+    )
     print("|---|" + "---|" * 10)
     for f in list(POOL) + ["n_sentences"]:
         if any(np.isnan(F[k][0][f]).any() for k in F):
             continue
-        row = [roc_auc(F[(s, l)][1], orient(f, F[(s, l)][0][f])) for s in SETS for l in (False, True)]
-        print(f"| {f} | " + " | ".join(f"{a:.3f}" for a in row) + f" | {min(row):.3f} | {np.mean(row):.3f} |")
+        row = [
+            roc_auc(F[(s, l)][1], orient(f, F[(s, l)][0][f])) for s in SETS for l in (False, True)
+        ]
+        print(
+            f"| {f} | "
+            + " | ".join(f"{a:.3f}" for a in row)
+            + f" | {min(row):.3f} | {np.mean(row):.3f} |"
+        )
     print("\n## Leave one dataset out: feature subsets (chosen by worst left-out AUC, then mean)\n")
     t = time.time()
     results = []
@@ -676,7 +825,9 @@ def cmd_eval(args) -> int:
     print(LODO_HEADER)
     for score, names, res in results[: args.top]:
         print(lodo_row(" + ".join(names), res))
-    print("\nbaselines, same protocol (a one-signal fit = the signal with a threshold fitted on the other sets):\n")
+    print(
+        "\nbaselines, same protocol (a one-signal fit = the signal with a threshold fitted on the other sets):\n"
+    )
     print(LODO_HEADER)
     for names in [("precision",), ("sbert",), ("bigram_novel",), ("local_wshare",)]:
         if all(n in pool for n in names):

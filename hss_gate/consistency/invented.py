@@ -31,8 +31,8 @@ from typing import Any
 
 from hss_gate.consistency.checker import Unsupported, Verdict
 from hss_gate.consistency.novelty import (
-    Source,
     SentenceNovelty,
+    Source,
     WordRank,
     novelty_features,
     prepare,
@@ -68,7 +68,9 @@ class InventedWeights:
         n = len(data["features"])
         for name in ("mean", "std", "coef"):
             if len(data[name]) != n:
-                raise ValueError(f"invented weights: '{name}' has {len(data[name])} values, not {n}")
+                raise ValueError(
+                    f"invented weights: '{name}' has {len(data[name])} values, not {n}"
+                )
         return cls(
             tuple(data["features"]),
             tuple(float(x) for x in data["mean"]),
@@ -220,7 +222,7 @@ class InventedChecker:
 def load_invented_checker(
     weights_path: str | Path | None = None,
     threshold: float | None = None,
-    word_rank: WordRank | None | str = "glove",
+    word_rank: WordRank | str | None = "glove",
 ) -> InventedChecker:
     """The checker with the shipped weights (or `weights_path`). `word_rank="glove"` loads the
     word-frequency ranks of the embedded GloVe 6B vocabulary (verified) lazily, on the first

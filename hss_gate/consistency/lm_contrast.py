@@ -58,7 +58,9 @@ class TokenContrast:
         )
 
 
-def load_lm(models_dir: str, name: str = DEFAULT_LM, dtype: str = "float32") -> tuple[Any, Any, str]:
+def load_lm(
+    models_dir: str, name: str = DEFAULT_LM, dtype: str = "float32"
+) -> tuple[Any, Any, str]:
     """(model, tokenizer, fingerprint) of an embedded GGUF model, dequantized into transformers.
     The only import of the research likelihood code in the checker."""
     from hss_gate.research.likelihood import gguf_transformers_scorer
@@ -74,8 +76,13 @@ class ContrastScorer:
     """Teacher-forced token contrast; the source's prompt key/values are computed once per
     source and reused (cropped back) for each of its summaries."""
 
-    def __init__(self, model: Any, tokenizer: Any, fingerprint: str,
-                 max_source_tokens: int = MAX_SOURCE_TOKENS) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        fingerprint: str,
+        max_source_tokens: int = MAX_SOURCE_TOKENS,
+    ) -> None:
         self.model, self.tok, self.fingerprint = model, tokenizer, fingerprint
         self.max_source_tokens = max_source_tokens
         self._prefix: dict[str, tuple[Any, int, bool]] = {}  # one source kept at a time
@@ -136,11 +143,16 @@ class ContrastScorer:
         seen, truncated = self._cut(document)
         if truncated and document not in self._prefix:
             self.truncations += 1
-            log.warning("source cut to %d tokens for the likelihood contrast", self.max_source_tokens)
+            log.warning(
+                "source cut to %d tokens for the likelihood contrast", self.max_source_tokens
+            )
         cond = self._prefix_cache(document, _CONDITIONED.format(document=seen), truncated)
         free = self._prefix_cache("", _UNCONDITIONED, False)
         return TokenContrast(
-            spans, self._logprobs(cond, target), self._logprobs(free, target), truncated  # type: ignore[arg-type]
+            spans,
+            self._logprobs(cond, target),
+            self._logprobs(free, target),
+            truncated,  # type: ignore[arg-type]
         )
 
     def many(self, pairs: Sequence[tuple[str, str]]) -> list[TokenContrast]:

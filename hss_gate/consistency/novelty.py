@@ -45,17 +45,51 @@ _TOKEN = re.compile(
     r"|[A-Za-z]+(?:['’][a-z]+)?"
     r"|%"
 )
-_UNITS = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000,
-          "trillion": 1_000_000_000_000, "m": 1_000_000, "bn": 1_000_000_000, "k": 1_000}
-_SMALL = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen".split()
-    )
-} | {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if w != "_"}
-_ORDINALS = {"first": "1st", "third": "3rd", "fourth": "4th", "fifth": "5th", "sixth": "6th",
-             "seventh": "7th", "eighth": "8th", "ninth": "9th", "tenth": "10th"}
+_UNITS = {
+    "hundred": 100,
+    "thousand": 1_000,
+    "million": 1_000_000,
+    "billion": 1_000_000_000,
+    "trillion": 1_000_000_000_000,
+    "m": 1_000_000,
+    "bn": 1_000_000_000,
+    "k": 1_000,
+}
+_TEENS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_SMALL = {w: i for i, w in enumerate(_TEENS)} | {w: 10 * (i + 2) for i, w in enumerate(_TENS)}
+_ORDINALS = {
+    "first": "1st",
+    "third": "3rd",
+    "fourth": "4th",
+    "fifth": "5th",
+    "sixth": "6th",
+    "seventh": "7th",
+    "eighth": "8th",
+    "ninth": "9th",
+    "tenth": "10th",
+}
 _NUMBER_WORDS = set(_SMALL) | {"hundred", "thousand", "million", "billion", "trillion"}
 
 
@@ -106,7 +140,11 @@ def words(text: str) -> list[Word]:
             continue
         if low[:1].isdigit():
             digits = re.match(r"[\d.,]+", low).group(0)  # type: ignore[union-attr]
-            clean = digits.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", digits) else digits.replace(",", ".")
+            clean = (
+                digits.replace(",", "")
+                if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", digits)
+                else digits.replace(",", ".")
+            )
             try:
                 value = float(clean)
             except ValueError:
@@ -120,7 +158,11 @@ def words(text: str) -> list[Word]:
         elif low in _SMALL:
             value = float(_SMALL[low])
             j = i + 1
-            while j < len(raw) and raw[j][0].lower() in _SMALL and _SMALL[raw[j][0].lower()] < 10 <= value:
+            while (
+                j < len(raw)
+                and raw[j][0].lower() in _SMALL
+                and _SMALL[raw[j][0].lower()] < 10 <= value
+            ):
                 value += _SMALL[raw[j][0].lower()]
                 j += 1
         if value is not None:
@@ -209,6 +251,7 @@ class SentenceNovelty:
     novel_bigrams: int
     local_novel_bigrams: int  # bigrams not in the aligned two-sentence window
     recombined_bigrams: int  # novel bigrams of two supported words (facts recombined)
+    cooc_novel: int  # adjacent content-word pairs no source sentence has together (any order)
     passage: str
 
 
@@ -220,8 +263,10 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
     window_bigrams: set[tuple[str, str]] = set()
     if source.sentences:
         gain = np.array(
-            [sum(wt for w, wt in zip(ws, weights, strict=True) if w.key in keys)
-             for keys in source.sentence_keys]
+            [
+                sum(wt for w, wt in zip(ws, weights, strict=True) if w.key in keys)
+                for keys in source.sentence_keys
+            ]
         )
         top = np.argsort(-gain, kind="stable")[:2]
         window = set().union(*(source.sentence_keys[i] for i in top))
@@ -251,6 +296,9 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
         recombined_bigrams=sum(
             1 for b, (x, y) in zip(bigrams, ok, strict=True) if x and y and b not in source.bigrams
         ),
+        cooc_novel=sum(
+            1 for a, b in bigrams if not any(a in k and b in k for k in source.sentence_keys)
+        ),
         passage=passage,
     )
 
@@ -268,6 +316,8 @@ NOVELTY_FEATURES = (
     "bigram_local",  # ... not in each sentence's aligned window
     "bigram_recombined",  # share of bigrams of supported words that the source never joins
     "sent_max_bigram",  # worst sentence's bigram novelty
+    "cooc_novel",  # share of adjacent content-word pairs never in one source sentence together
+    "sent_max_cooc",  # worst sentence's co-occurrence novelty
 )
 
 
@@ -297,6 +347,8 @@ def novelty_features(sentences: Sequence[SentenceNovelty]) -> dict[str, float]:
         "bigram_local": share(sum(s.local_novel_bigrams for s in sentences), b),
         "bigram_recombined": share(sum(s.recombined_bigrams for s in sentences), b),
         "sent_max_bigram": max(share(s.novel_bigrams, s.bigrams) for s in sentences),
+        "cooc_novel": share(sum(s.cooc_novel for s in sentences), b),
+        "sent_max_cooc": max(share(s.cooc_novel, s.bigrams) for s in sentences),
     }
 
 

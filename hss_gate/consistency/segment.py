@@ -19,7 +19,26 @@ ABBREVIATIONS = frozenset(
     rep lt col capt sgt cpl maj adm rev hon jan feb mar apr jun jul aug sep sept oct nov dec mt ft
     u.s u.k u.n e.g i.e a.m p.m d.c l.a n.y ph.d v p.s""".split()  # noqa: SIM905
 )
-_TLDS = frozenset("com org net gov edu co uk io us de fr info biz tv ly me".split())
+_TLDS = frozenset(
+    [
+        "com",
+        "org",
+        "net",
+        "gov",
+        "edu",
+        "co",
+        "uk",
+        "io",
+        "us",
+        "de",
+        "fr",
+        "info",
+        "biz",
+        "tv",
+        "ly",
+        "me",
+    ]
+)
 _TERM = r"(?:[.!?]+|\.\.\.)"
 _CLOSE = r"(?:\s*(?:''|\"|'|\)|\]|’|”))*"
 # a candidate boundary: terminal punctuation (maybe tokenized: " ."), closing quotes, whitespace
@@ -46,7 +65,7 @@ def _unglue(text: str, lower: bool) -> str:
     if lower:
         out, last = [], 0
         for m in _GLUED_LOWER.finditer(text):
-            after = re.match(r"[a-z]+", text[m.end():])
+            after = re.match(r"[a-z]+", text[m.end() :])
             before = _WORD_BEFORE.search(text[: m.start() - 1])
             word_before = before.group(1).lower() if before else ""
             if after and after.group(0) in _TLDS:
@@ -74,7 +93,7 @@ def split_text(text: str) -> list[str]:
         start = 0
         for m in _BOUNDARY.finditer(block):
             end = m.end(1)
-            rest = block[m.end():]
+            rest = block[m.end() :]
             if not rest:
                 continue
             if not _can_start(rest, lower):

@@ -38,10 +38,16 @@ SOURCE = (
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("It rained in North America.No bombs fell.", ["It rained in North America.", "No bombs fell."]),
+        (
+            "It rained in North America.No bombs fell.",
+            ["It rained in North America.", "No bombs fell."],
+        ),
         ("it rained . no bombs fell .\nthe end .", ["it rained .", "no bombs fell .", "the end ."]),
         ("the u.s. sent mr. smith. he left.", ["the u.s. sent mr. smith.", "he left."]),
-        ("Mr. Smith met J. K. Rowling. It was 5.5 percent.", ["Mr. Smith met J. K. Rowling.", "It was 5.5 percent."]),
+        (
+            "Mr. Smith met J. K. Rowling. It was 5.5 percent.",
+            ["Mr. Smith met J. K. Rowling.", "It was 5.5 percent."],
+        ),
         ("see cnn.com for more. then go.", ["see cnn.com for more.", "then go."]),
         ("", []),
     ],
@@ -102,7 +108,7 @@ def test_rare_words_weigh_more() -> None:
     rare = sentence_novelty("Merson watched the fans and the draw.", src, lambda w: 300_000)
     # all words present: no novelty whatever the weights
     assert common.novel_weight == rare.novel_weight == 0.0
-    a = sentence_novelty("Merson praised Zidane.", src, lambda w: 10 if w == "zidane" else 10)
+    a = sentence_novelty("Merson praised Zidane.", src, lambda w: 10)
     b = sentence_novelty("Merson praised Zidane.", src, lambda w: 300_000 if w == "zidane" else 10)
     fa, fb = novelty_features([a]), novelty_features([b])
     assert fb["novel_wshare"] > fa["novel_wshare"]
@@ -110,8 +116,12 @@ def test_rare_words_weigh_more() -> None:
 
 def test_bigram_and_local_novelty() -> None:
     src = prepare(SOURCE)
-    copied = novelty_features([sentence_novelty("Townsend scored 12 goals for England.", src, None)])
-    recombined = novelty_features([sentence_novelty("Burnley scored 12 goals for Tottenham.", src, None)])
+    copied = novelty_features(
+        [sentence_novelty("Townsend scored 12 goals for England.", src, None)]
+    )
+    recombined = novelty_features(
+        [sentence_novelty("Burnley scored 12 goals for Tottenham.", src, None)]
+    )
     assert copied["bigram_novel"] == 0.0
     # every word is in the source; two of its four content-word pairs are not
     assert recombined["bigram_novel"] == 0.5
@@ -149,7 +159,13 @@ def test_checker_scores_and_flags_the_invented_sentence() -> None:
     assert v_bad.unsupported[0].score < 0.5
     assert v_bad.unsupported[0].passage  # the best-aligned source passage is shown
     words_ = dict(checker.unsupported_words(SOURCE, bad))
-    assert words_["Zidane bought 40 horses in Peru."] == ("Zidane", "bought", "40", "horses", "Peru")
+    assert words_["Zidane bought 40 horses in Peru."] == (
+        "Zidane",
+        "bought",
+        "40",
+        "horses",
+        "Peru",
+    )
     assert words_["Townsend scored 12 goals for England."] == ()
     # Verdicts round-trip through the cache format unchanged
     assert Verdict.from_dict(v_bad.to_dict()) == v_bad
@@ -204,8 +220,14 @@ def test_sbert_feature_uses_the_given_checker() -> None:
             return [Verdict(self.value) for _ in pairs]
 
     weights = InventedWeights.from_dict(
-        {"features": ["sbert"], "mean": [0.5], "std": [0.1], "coef": [2.0], "intercept": 0.0,
-         "threshold": 0.5}
+        {
+            "features": ["sbert"],
+            "mean": [0.5],
+            "std": [0.1],
+            "coef": [2.0],
+            "intercept": 0.0,
+            "threshold": 0.5,
+        }
     )
     with pytest.raises(ValueError, match="sbert"):
         InventedChecker(weights, None)
