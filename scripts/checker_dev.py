@@ -243,6 +243,30 @@ def cmd_lm_eval(args) -> int:
     return 0
 
 
+def cmd_sentences(args) -> int:
+    """The shipped checker's sentence scores against QAGS's per-sentence worker majority."""
+    from hss_gate.consistency.calibration import balanced_accuracy, best_threshold, roc_auc
+    from hss_gate.consistency.invented import load_invented_checker
+
+    c = load_invented_checker()
+    ys, ss = [], []
+    for line in (DATA / "qags_mturk_cnndm.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        for sent in r["summary_sentences"]:
+            a = [str(x["response"]).strip().lower() for x in sent["responses"]]
+            ys.append(0 if sum(x == "no" for x in a) * 2 > len(a) else 1)
+            ss.append(c.explain([(r["article"], str(sent["sentence"]))])[0].verdict.consistency)
+    y, s = np.array(ys), np.array(ss)
+    t = best_threshold(y, s)
+    print(
+        f"QAGS sentences {len(y)} ({(y == 0).sum()} unsupported): AUC {roc_auc(y, s):.3f}; "
+        f"at the summary threshold {c.threshold}: bacc "
+        f"{balanced_accuracy(y, (s >= c.threshold).astype(int)):.3f}, flagged {np.mean(s < c.threshold):.2f}; "
+        f"best threshold {t:.3f}: bacc {balanced_accuracy(y, (s >= t).astype(int)):.3f}"
+    )
+    return 0
+
+
 def cmd_cost(args) -> int:
     """Wall time of the shipped checker per (document, summary) pair, cold per document."""
     from hss_gate.consistency.invented import load_invented_checker
@@ -443,6 +467,7 @@ def main() -> int:
     p.add_argument("--max-source-tokens", type=int, default=640)
     p.add_argument("--lower", action="store_true")
     sub.add_parser("split")
+    sub.add_parser("sentences")
     co = sub.add_parser("cost")
     co.add_argument("--n", type=int, default=100)
     le = sub.add_parser("lm-eval")
