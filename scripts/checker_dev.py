@@ -428,7 +428,7 @@ def cmd_ship(args) -> int:
         else tuple(json.loads((Path(args.cache) / "chosen.json").read_text())["features"])
     )
     model = fit([(matrix(F, k, names), F[k][1]) for k in F])
-    path = REPO / "hss_gate" / "consistency" / "invented_weights.json"
+    path = REPO / "hss_gate" / "consistency" / (args.out or "invented_weights.json")
     data = {
         "features": list(names),
         "mean": [round(float(x), 6) for x in model["mean"]],
@@ -448,8 +448,7 @@ def cmd_ship(args) -> int:
             "threshold": "maximizes the mean balanced accuracy over the same 8 blocks (in-sample)",
             "margin": "0.03 of the sbert checker re-derived by the ratio of score spreads on frank_cnndm",
             "max_low_share": "frank_cnndm: the largest share below the threshold among the systems "
-            "humans rate >= 0.90 (bart 0.49 with these weights; 0.37 with weights fitted without "
-            "frank at their threshold 0.53), plus headroom: 0.55 (docs/CHECKER_DEV.md)",
+            "humans rate >= 0.90 with these weights (bart), plus headroom (docs/CHECKER_DEV.md)",
             "data": "/work/shared/data/external only; no synthetic pairs",
         },
     }
@@ -482,6 +481,7 @@ def main() -> int:
     h.add_argument("--features", default="")
     h.add_argument("--margin", type=float, default=None)
     h.add_argument("--max-low-share", type=float, default=None)
+    h.add_argument("--out", default="", help="file name beside the module")
     b = sub.add_parser("sbert")
     b.add_argument("--threads", type=int, default=1)
     b.add_argument("--lower", action="store_true")

@@ -207,6 +207,10 @@ class InventedChecker:
         self, source: str, text: str, sentences: list[SentenceNovelty]
     ) -> dict[str, float]:
         features = novelty_features(sentences)
+        if "precision" in self.weights.features:  # content-word precision (clipped counts)
+            from hss_gate.consistency.features import overlap_scores
+
+            features["precision"] = overlap_scores(source, text).precision
         if "sbert" in self.weights.features:
             features["sbert"] = self._sbert.check([(source, text)])[0].consistency
         return features
@@ -223,16 +227,19 @@ def load_invented_checker(
     weights_path: str | Path | None = None,
     threshold: float | None = None,
     word_rank: WordRank | str | None = "glove",
+    sbert: Any = None,
 ) -> InventedChecker:
     """The checker with the shipped weights (or `weights_path`). `word_rank="glove"` loads the
     word-frequency ranks of the embedded GloVe 6B vocabulary (verified) lazily, on the first
-    check; pass None to weigh every word alike (the weights were fitted with GloVe ranks)."""
+    check; pass None to weigh every word alike (the weights were fitted with GloVe ranks).
+    `sbert`: the `sbert` Checker (checker.load_checker("sbert", ...)), needed only by weights
+    that use the sbert feature (invented_sbert_weights.json)."""
     weights = load_weights(weights_path or WEIGHTS_PATH)
     if word_rank == "glove":
         rank: WordRank | None = _LazyGloveRank()
     else:
         rank = word_rank  # type: ignore[assignment]
-    return InventedChecker(weights, rank, threshold)
+    return InventedChecker(weights, rank, threshold, sbert=sbert)
 
 
 class _LazyGloveRank:

@@ -235,3 +235,29 @@ def test_sbert_feature_uses_the_given_checker() -> None:
     low = InventedChecker(weights, None, sbert=FakeSbert(0.1)).check([(SOURCE, "Merson won.")])[0]
     assert high.consistency > 0.99 and low.consistency < 0.01
     assert low.unsupported and not high.unsupported
+
+
+def test_alternative_weights_need_sbert_and_use_precision() -> None:
+    from hss_gate.consistency.invented import WEIGHTS_PATH
+
+    path = WEIGHTS_PATH.with_name("invented_sbert_weights.json")
+    w = load_weights(path)
+    assert set(w.features) == {"bigram_recombined", "precision", "sbert"}
+    with pytest.raises(ValueError, match="sbert"):
+        load_invented_checker(path, word_rank=None)
+
+    class FakeSbert:
+        fingerprint = "fake-sbert"
+
+        def check(self, pairs):
+            return [Verdict(0.9) for _ in pairs]
+
+    checker = load_invented_checker(path, word_rank=None, sbert=FakeSbert())
+    copied, padded = checker.check(
+        [
+            (SOURCE, "Townsend scored 12 goals for England."),
+            (SOURCE, "Townsend scored 12 goals goals goals goals for England England."),
+        ]
+    )
+    # repetition lowers clipped content-word precision and adds bigrams the source never writes
+    assert copied.consistency > padded.consistency
