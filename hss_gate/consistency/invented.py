@@ -157,7 +157,8 @@ class InventedChecker:
             raise ValueError("these weights use the 'sbert' feature: pass the sbert checker")
         ranks = "glove-rank" if word_rank is not None else "no-rank"
         extra = f":{sbert.fingerprint}" if sbert is not None and "sbert" in weights.features else ""
-        self.fingerprint = f"invented:{weights.digest}:{ranks}{extra}:t{self.threshold:g}"
+        # v1: the novelty / splitter code version (bump it when their output changes)
+        self.fingerprint = f"invented-v1:{weights.digest}:{ranks}{extra}:t{self.threshold:g}"
         self._source: tuple[str, Source] | None = None
 
     def _prepared(self, source: str) -> Source:
