@@ -63,7 +63,10 @@ def load_lm(
 ) -> tuple[Any, Any, str]:
     """(model, tokenizer, fingerprint) of an embedded GGUF model, dequantized into transformers.
     The only import of the research likelihood code in the checker."""
-    from hss_gate.research.likelihood import gguf_transformers_scorer
+    try:  # the adapter module the scorer is moving to; the research module until then
+        from hss_gate.likelihood import gguf_transformers_scorer
+    except ImportError:
+        from hss_gate.research.likelihood import gguf_transformers_scorer
     from hss_gate.settings import GenerateSettings
 
     scorer = gguf_transformers_scorer(name, GenerateSettings(), models_dir, dtype=dtype)
