@@ -8,5 +8,9 @@
 - training.py: synthetic training claims from text that is not evaluation data, and training;
 - aggregation.py: sentence matrix -> one score (SummaC-ZS, SummaC-Conv);
 - calibration.py: AUC, balanced accuracy and thresholds chosen on labelled data;
-- scorer.py: every comparator column for (document, summary) pairs (`hss factuality`).
+- scorer.py: every comparator column for (document, summary) pairs (`hss factuality`);
+- segment.py: a sentence splitter for cased, lower-cased, tokenized and glued text;
+- novelty.py: word-level novelty of a summary against its source (stems, numbers, rarity);
+- invented.py: the `invented` checker over those signals (weights: invented_weights.json);
+- lm_contrast.py: per-token likelihood contrast with / without the source (measured, not used).
 """
