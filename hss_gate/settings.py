@@ -144,7 +144,7 @@ class ScoreSettings(BaseModel):
 class ConsistencySettings(BaseModel):
     """The factual-consistency checker (`hss factuality`; docs/FACTUALITY.md)."""
 
-    model: Literal["sbert", "factcc"] = Field(
+    model: Literal["sbert", "factcc", "invented", "invented-sbert"] = Field(
         "sbert", description="the checker decisions use (docs/FACTUALITY.md)"
     )
     weights_dir: str = Field(

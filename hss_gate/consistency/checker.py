@@ -83,7 +83,7 @@ class MatrixChecker:
 # validation cut, SummaC's own calibration convention), the only labelled data that chose it;
 # FactCC and QAGS CNN/DM stay held out (scripts/calibrate_checker.py; docs/FACTUALITY.md).
 SBERT_THRESHOLD = 0.818  # scripts/calibrate_checker.py: SummEval AUC 0.894, bacc 0.840 (in-sample)
-CHECKERS = ("sbert", "factcc")
+CHECKERS = ("sbert", "factcc", "invented", "invented-sbert")
 
 
 def sbert_matrix(encode: Any) -> SentenceMatrix:
@@ -101,13 +101,16 @@ def sbert_matrix(encode: Any) -> SentenceMatrix:
 
 def load_checker(
     model: str, weights_dir: str, threshold: float | None, encode: Any, embedder: str
-) -> MatrixChecker:
+) -> Checker:
     """The checker decisions use (settings `consistency`):
 
     - `sbert` (default): SummaC-ZS over SBERT sentence cosines (all-MiniLM-L6-v2, uncased): no
       trained weights; chosen by its worst and mean AUC over the labelled sets (FACTUALITY.md);
     - `factcc`: SummaC-ZS over the FactCC-style classifier (weights trained on the reference
-      corpus: `hss factuality --train`), the earlier default.
+      corpus: `hss factuality --train`), the earlier default;
+    - `invented`, `invented-sbert`: the lexical checker of invented content (novel content-word
+      bigrams, worst sentence; the second adds SBERT), docs/CHECKER_DEV.md: better than `sbert`
+      on every development set left out, not (yet) better at system level.
     """
     from hss_gate.errors import InputError, ModelError
 
@@ -115,6 +118,13 @@ def load_checker(
         chosen = SBERT_THRESHOLD if threshold is None else threshold
         fingerprint = f"sbert-zs:{embedder}:t{chosen:g}"
         return MatrixChecker(sbert_matrix(encode), split_units, fingerprint, chosen)
+    if model in ("invented", "invented-sbert"):
+        from hss_gate.consistency.invented import SBERT_WEIGHTS_PATH, load_invented_checker
+
+        if model == "invented":
+            return load_invented_checker(threshold=threshold)
+        sbert = load_checker("sbert", weights_dir, None, encode, embedder)
+        return load_invented_checker(SBERT_WEIGHTS_PATH, threshold, sbert=sbert)
     if model != "factcc":
         raise InputError(f"consistency.model: unknown '{model}'; choose from {', '.join(CHECKERS)}")
     from hss_gate.consistency.model import FactccModel, load_factcc_weights, weights_path

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hss_gate.consistency.checker import Unsupported, Verdict
+from hss_gate.consistency.verdict import Unsupported, Verdict
 from hss_gate.consistency.novelty import (
     SentenceNovelty,
     Source,
@@ -41,6 +41,7 @@ from hss_gate.consistency.novelty import (
 from hss_gate.consistency.segment import split_text
 
 WEIGHTS_PATH = Path(__file__).with_name("invented_weights.json")
+SBERT_WEIGHTS_PATH = Path(__file__).with_name("invented_sbert_weights.json")
 
 
 @dataclass(frozen=True)

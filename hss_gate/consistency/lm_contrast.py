@@ -6,8 +6,8 @@ teacher-forced through the same chat template (the source in the user turn, or n
 token the source makes *less* likely than no source at all (pmi < 0) is one the source does not
 back up; invented names and numbers tend to get low or negative contrast.
 
-This is the ONE module of the checker that imports the research likelihood scorer (it is moving
-to an adapter module): `load_lm(models_dir)` below.
+Measured and left out of the shipped checker (docs/CHECKER_DEV.md: 3-4x over the 1 s a pair
+budget on 2 cores, +0.02 AUC within noise); `load_lm(models_dir)` loads the model.
 """
 
 from __future__ import annotations
@@ -61,12 +61,9 @@ class TokenContrast:
 def load_lm(
     models_dir: str, name: str = DEFAULT_LM, dtype: str = "float32"
 ) -> tuple[Any, Any, str]:
-    """(model, tokenizer, fingerprint) of an embedded GGUF model, dequantized into transformers.
-    The only import of the research likelihood code in the checker."""
-    try:  # the adapter module the scorer is moving to; the research module until then
-        from hss_gate.likelihood import gguf_transformers_scorer
-    except ImportError:
-        from hss_gate.research.likelihood import gguf_transformers_scorer
+    """(model, tokenizer, fingerprint) of an embedded GGUF model, dequantized into transformers
+    (hss_gate.likelihood)."""
+    from hss_gate.likelihood import gguf_transformers_scorer
     from hss_gate.settings import GenerateSettings
 
     scorer = gguf_transformers_scorer(name, GenerateSettings(), models_dir, dtype=dtype)

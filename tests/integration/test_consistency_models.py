@@ -364,3 +364,25 @@ def test_external_benchmarks_parse_with_the_expected_labels() -> None:
     assert not math.isnan(
         calibration.roc_auc([p.label for p in qags], [len(p.summary) for p in qags])
     )
+
+
+def test_the_invented_checker_is_selectable_and_sees_an_invented_detail() -> None:
+    """consistency.model: invented (the lexical checker, GloVe word ranks) through load_checker.
+    It punishes rewording too: "The council approved a new library that will open next year."
+    scores 0.02 on this source (docs/CHECKER_DEV.md), which is why it is not the default."""
+    from hss_gate.consistency.checker import load_checker
+
+    checker = load_checker("invented", ".hss/factcc", None, encode=None, embedder="unused")
+    source = (
+        "The council approved a new library on Monday. It will open in the city centre next "
+        "year and cost 4 million pounds, the mayor said."
+    )
+    faithful, invented = checker.check(
+        [
+            (source, "The council approved a new library on Monday."),  # copied
+            (source, "Rebels in Texas seized a shipyard and demanded 40 million dollars."),
+        ]
+    )
+    assert checker.fingerprint.startswith("invented-v1:")
+    assert faithful.consistency > checker.threshold > invented.consistency
+    assert invented.unsupported and not faithful.unsupported
