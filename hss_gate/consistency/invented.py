@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hss_gate.consistency.verdict import Unsupported, Verdict
 from hss_gate.consistency.novelty import (
     SentenceNovelty,
     Source,
@@ -39,6 +38,7 @@ from hss_gate.consistency.novelty import (
     sentence_novelty,
 )
 from hss_gate.consistency.segment import split_text
+from hss_gate.consistency.verdict import Unsupported, Verdict
 
 WEIGHTS_PATH = Path(__file__).with_name("invented_weights.json")
 SBERT_WEIGHTS_PATH = Path(__file__).with_name("invented_sbert_weights.json")

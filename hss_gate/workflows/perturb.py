@@ -22,7 +22,8 @@ from hss_gate.workflows.shared import load_documents
 
 
 def export_rows(docs: list[Any], perturbations: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """One row per document to summarize: each original, then its perturbed versions."""
+    """One row per distinct document to summarize: each original, then its perturbed versions
+    (two perturbations that came out the same text are one row: one summary serves both)."""
     rows: list[dict[str, Any]] = []
     for doc in docs:
         rows.append(
@@ -34,16 +35,20 @@ def export_rows(docs: list[Any], perturbations: dict[str, list[Any]]) -> list[di
                 "index": 0,
             }
         )
-        rows.extend(
-            {
-                "doc_id": perturbed_id(doc.doc_id, p.text),
-                "document": p.text,
-                "source_doc_id": doc.doc_id,
-                "strength": p.strength,
-                "index": p.index,
-            }
-            for p in perturbations[doc.doc_id]
-        )
+        seen = {doc.text}
+        for p in perturbations[doc.doc_id]:
+            if p.text in seen:
+                continue
+            seen.add(p.text)
+            rows.append(
+                {
+                    "doc_id": perturbed_id(doc.doc_id, p.text),
+                    "document": p.text,
+                    "source_doc_id": doc.doc_id,
+                    "strength": p.strength,
+                    "index": p.index,
+                }
+            )
     return rows
 
 

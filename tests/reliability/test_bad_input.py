@@ -1081,3 +1081,26 @@ def test_production_gated_against_itself_promotes_on_another_corpus(cli, tmp_pat
         app, ["gate", *both, "--limit", "4", "-k", "1", "--out", str(tmp_path / "ref")]
     )
     assert on_reference.exit_code == 1, on_reference.output
+
+
+def test_hss_perturb_export_round_trips_to_the_same_scores(cli, tmp_path):
+    """`hss perturb` exports what the gate would summarize; summarized elsewhere and handed back
+    as `summaries:`, the run's tables equal those of running the model directly."""
+    corpus = _write(tmp_path / "c.jsonl", [NEWS, LEGAL])
+    export = tmp_path / "todo.jsonl"
+    common = ["--corpus", str(corpus), "-k", "1"]
+    result = cli.invoke(app, ["perturb", *common, "--out", str(export)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in export.read_text().splitlines()]
+    assert {r["strength"] for r in rows} >= {"base", "low"}
+    summaries = FakeSummarizer().summarize([r["document"] for r in rows])
+    back = _write(
+        tmp_path / "done.jsonl",
+        [{"doc_id": r["doc_id"], "summary": s} for r, s in zip(rows, summaries, strict=True)],
+    )
+    direct, stored = tmp_path / "direct", tmp_path / "stored"
+    for model, out in (("fake:lead", direct), (f"summaries:{back}", stored)):
+        result = cli.invoke(app, ["score", "--model", model, *common, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+    for table in ("documents.csv", "perturbations.csv"):
+        assert (direct / table).read_text() == (stored / table).read_text(), table
