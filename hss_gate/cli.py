@@ -356,7 +356,13 @@ def factuality(
     ] = None,
     out: OutOpt = None,
     model: Annotated[
-        str | None, typer.Option("--model", "-m", help="sbert, factcc or hf:<NLI id|dir>")
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="invented-sbert (default: consistency.model), invented, sbert, factcc or "
+            "hf:<NLI id|dir>",
+        ),
     ] = None,
     train: Annotated[bool, typer.Option("--train", help="(re)train factcc weights")] = False,
     weights: Annotated[Path | None, typer.Option(help="factcc weights folder")] = None,

@@ -6,6 +6,7 @@ validate: errors name the file (and the line), as `file:line: why`.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hss_gate.corpus import Document, collect_documents
@@ -48,3 +49,25 @@ def load_normalization(path: str | Path) -> Normalization:
     except (OSError, ValueError) as exc:
         raise NormalizationError(f"{path}: not a valid normalization file ({exc})") from exc
     return parse_normalization(text, str(path))
+
+
+def reference_checker(scores_path: str | Path) -> str | None:
+    """The checker fingerprint that scored a production reference table: the `checker` of the
+    metrics.json beside it (`hss baseline`), or None when nothing says."""
+    metrics = Path(scores_path).with_name("metrics.json")
+    try:
+        checker = json.loads(metrics.read_text(encoding="utf-8")).get("checker")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(checker) if checker else None
+
+
+def require_same_checker(reference: str | Path, scored_by: str | None, current: str) -> None:
+    """Refuse to compare consistency scored by one checker with scores of another (their
+    units and thresholds differ)."""
+    if scored_by is not None and scored_by != current:
+        raise InputError(
+            f"{reference}: scored by the checker '{scored_by}', this run uses '{current}': "
+            "consistency in different units cannot be compared. Recompute the reference with "
+            "this checker (`dvc repro`, or `hss baseline`), or set consistency.model back."
+        )

@@ -13,6 +13,7 @@ import numpy as np
 from hss_gate import tables
 from hss_gate.cache import Cache, content_key
 from hss_gate.consistency.checker import Checker, Verdict
+from hss_gate.consistency.features import SBERT_MAX_WORDS, long_units
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
 from hss_gate.embedding import Embedder, embed_cached
@@ -294,6 +295,7 @@ def score_documents(
     groups = _group_summaries(docs, perturbations, summaries)
     # what the summarizer read of each original: every summary is checked against it
     visible = {d.doc_id: truncate_words(d.text, max_words) for d in docs}
+    warnings += _checker_cut_warnings(visible)
     measures = _measure(groups, visible, tools, cache)
     rules = Rules.of(settings, tools.checker.threshold, normalization)
 
@@ -319,6 +321,19 @@ def _long_input_warnings(docs: Sequence[Document], max_words: int) -> list[str]:
         for doc in docs
         if len(doc.text.split()) > max_words
     ]
+
+
+def _checker_cut_warnings(visible: dict[str, str]) -> list[str]:
+    warnings = []
+    for doc_id, text in visible.items():
+        cut = long_units(text)
+        if cut:
+            warnings.append(
+                f"{doc_id}: {cut} source passage(s) longer than {SBERT_MAX_WORDS} words (text "
+                "without sentence punctuation?): the checker's sentence encoder reads only the "
+                "beginning of each"
+            )
+    return warnings
 
 
 def _group_summaries(

@@ -78,6 +78,16 @@ def split_units(text: str) -> list[str]:
     return [u.lower() for u in units] if text == text.lower() else units
 
 
+SBERT_MAX_WORDS = 190
+"""all-MiniLM-L6-v2 reads 256 word pieces of a sentence, about 190 English words: a longer
+source unit (often unsplit text: no punctuation, or one long list) is cut for the checker."""
+
+
+def long_units(text: str, max_words: int = SBERT_MAX_WORDS) -> int:
+    """How many of the text's units the checker's sentence encoder would cut."""
+    return sum(len(unit.split()) > max_words for unit in split_units(text))
+
+
 def _upper_second(match: re.Match[str]) -> str:
     return match.group(1) + match.group(2).upper()
 

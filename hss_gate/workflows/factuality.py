@@ -17,6 +17,8 @@ from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import HssSettings
 from hss_gate.workflows.steps import Say, silent
 
+INVENTED_CHECKERS = ("invented", "invented-sbert")  # checkers whose verdict is the consistency
+
 
 @dataclass
 class FactualityRun:
@@ -52,11 +54,22 @@ def consistency_scorer(
 
     model = model or settings.consistency.model
     weights = Path(weights or settings.consistency.weights_dir)
-    encode = cached_encoder(SbertEmbedder(settings.score.embedder), Cache(settings.run.cache_dir))
-    nli = None if model == DEFAULT_MODEL else load_consistency_model(model, encode)
+    embedder = SbertEmbedder(settings.score.embedder)
+    encode = cached_encoder(embedder, Cache(settings.run.cache_dir))
+    checker = None
+    if model in INVENTED_CHECKERS:  # the gate's checker: consistency is its verdict
+        from hss_gate.consistency.checker import load_checker
+
+        threshold = settings.consistency.threshold
+        checker = load_checker(model, str(weights), threshold, encode, embedder.fingerprint)
+    nli = (
+        None
+        if model in (DEFAULT_MODEL, *INVENTED_CHECKERS)
+        else load_consistency_model(model, encode)
+    )
     if train or not weights_path(weights).exists():
         train_from_corpus(weights, corpus or settings.run.corpus, encode, say)
-    return FactualityScorer(load_factcc_weights(weights), encode, nli)
+    return FactualityScorer(load_factcc_weights(weights), encode, nli, checker)
 
 
 def run_factuality(
@@ -72,6 +85,7 @@ def run_factuality(
     say: Say = silent,
 ) -> FactualityRun:
     """Score the pairs of a JSONL file (id, document, summary) and write factuality.csv."""
+    from hss_gate.consistency.features import SBERT_MAX_WORDS, long_units
     from hss_gate.consistency.scorer import COLUMNS, read_pairs
 
     if pairs is None and not train:
@@ -81,6 +95,12 @@ def run_factuality(
     model = model or settings.consistency.model
     if not records:
         return FactualityRun([], None, model)
+    cut = sum(long_units(r.document) > 0 for r in records)
+    if cut:
+        say(
+            f"warning: {cut} document(s) have passages longer than {SBERT_MAX_WORDS} words (no "
+            "sentence punctuation?): the checker's sentence encoder reads only their beginning"
+        )
     rows = scorer.score_many(
         [(r.id, r.document, r.summary) for r in records],
         advance=progress("factuality", len(records), 0),

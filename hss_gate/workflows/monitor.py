@@ -24,7 +24,7 @@ import pandas as pd
 from hss_gate import decision_report, report
 from hss_gate.errors import InputError, ReportError, error_message
 from hss_gate.gate import SCHEMA_VERSION
-from hss_gate.inputs import load_normalization
+from hss_gate.inputs import load_normalization, reference_checker, require_same_checker
 from hss_gate.io import read_score_table, write_json_atomic, write_text_atomic
 from hss_gate.monitor import (
     live_summary_signals,
@@ -189,6 +189,10 @@ def _check_live(
     recent = steps.io(recent_samples, store, size, settings.monitor.model_id)
     steps.compute(samples_to_documents, recent)  # refuses an empty store
     tools = runner.toolkit(settings)
+    scored_by = steps.io(reference_checker, settings.monitor.reference)
+    steps.compute(
+        require_same_checker, settings.monitor.reference, scored_by, tools.checker.fingerprint
+    )
     live = pd.DataFrame(steps.compute(served_signals, recent, tools, settings))
     served = steps.compute(served_comparison, live, reference, settings)
     if request.served_only:

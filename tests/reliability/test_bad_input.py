@@ -377,6 +377,19 @@ def test_long_document_is_truncated_for_the_summarizer_with_a_warning(
     assert f"- {message}" in (out / "report.md").read_text()
 
 
+def test_a_source_passage_the_checker_would_cut_is_warned_about(cli, tmp_path):
+    """Text without sentence punctuation is one long unit: the checker's sentence encoder
+    reads ~190 words of it, and the run says so."""
+    unpunctuated = TEXT + " " + " ".join(f"item{i} and" for i in range(120)) + " more."
+    corpus = _write(tmp_path / "c.jsonl", [NEWS | {"text": unpunctuated}, NEWS | {"doc_id": "n2"}])
+    out = tmp_path / "out"
+    result = _score(cli, corpus, out)
+    assert result.exit_code == 0, result.output
+    warnings = json.loads((out / "summary.json").read_text())["warnings"]
+    cut = [w for w in warnings if "checker's sentence encoder" in w]
+    assert len(cut) == 1 and cut[0].startswith("n1: 1 source passage(s) longer than 190 words")
+
+
 def test_invalid_utf8_names_file_and_line(cli, tmp_path):
     corpus = _write(
         tmp_path / "c.jsonl",
