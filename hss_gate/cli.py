@@ -365,6 +365,14 @@ def factuality(
         ),
     ] = None,
     train: Annotated[bool, typer.Option("--train", help="(re)train factcc weights")] = False,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="choose consistency.threshold on the pairs' labels (1 consistent, 0 not) and "
+            "write it into --params",
+        ),
+    ] = False,
     weights: Annotated[Path | None, typer.Option(help="factcc weights folder")] = None,
     corpus: Annotated[str | None, typer.Option(help="training documents")] = None,
     params: ParamsOpt = DEFAULT_PARAMS,
@@ -373,6 +381,8 @@ def factuality(
     consistency in [0, 1] (higher = more consistent) and every comparator's column."""
     from hss_gate.workflows.factuality import run_factuality
 
+    if calibrate and pairs is None:
+        _fail("--calibrate needs --pairs FILE with a label (1 consistent, 0 not) on every pair")
     with progress_reporter(console) as progress:
         run = run_factuality(
             _settings(params),
@@ -392,6 +402,18 @@ def factuality(
         f"wrote {run.path} ({len(run.rows)} pairs; model {run.model}; mean consistency "
         f"{sum(values) / max(len(values), 1):.3f}; {sum(v < 0.5 for v in values)} below 0.5)"
     )
+    if calibrate:
+        from hss_gate.workflows.factuality import calibrate as choose
+        from hss_gate.workflows.factuality import write_threshold
+
+        chosen = choose(run)
+        write_threshold(params, chosen, pairs)
+        _say(
+            f"consistency.threshold {chosen.previous:g} -> {chosen.threshold:g} in {params} "
+            f"({chosen.pairs} pairs, {chosen.inconsistent} inconsistent; ROC AUC "
+            f"{chosen.auc:.3f}; balanced accuracy {chosen.previous_balanced_accuracy:.3f} -> "
+            f"{chosen.balanced_accuracy:.3f} in-sample, {chosen.cross_fitted:.3f} cross-fitted)"
+        )
 
 
 @app.command()

@@ -402,6 +402,28 @@ def _check_keys(path: Path, data: dict[str, Any]) -> None:
                     )
 
 
+def with_param(text: str, section: str, key: str, value: str, note: str) -> str:
+    """params.yaml's text with `section.key` set to `value` (its line's comment replaced by
+    `note`; the key is added to the section when missing, the section when absent)."""
+    lines = text.splitlines()
+    line = f"  {key}: {value}"
+    entry = f"{line:<41}# {note}"
+    start = next((i for i, t in enumerate(lines) if t.rstrip() == f"{section}:"), None)
+    if start is None:
+        return text.rstrip("\n") + f"\n\n{section}:\n{entry}\n"
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()),
+        len(lines),
+    )
+    for i in range(start + 1, end):
+        if lines[i].startswith(f"  {key}:"):
+            lines[i] = entry
+            break
+    else:
+        lines.insert(start + 1, entry)
+    return "\n".join(lines) + "\n"
+
+
 def load_settings(params_path: str | Path = "params.yaml", **overrides: Any) -> HssSettings:
     """Read params.yaml (if present), apply HSS_* env vars, then explicit overrides."""
     path = Path(params_path)

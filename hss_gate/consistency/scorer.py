@@ -122,6 +122,7 @@ class Pair:
     id: str
     document: str
     summary: str
+    label: int | None = None  # 1 consistent, 0 not (a labelled sample for --calibrate)
 
 
 def read_pairs(path: str | Path) -> list[Pair]:
@@ -165,4 +166,8 @@ def _parse_pair(record: Any) -> tuple[str, Pair | None]:
     for key in ("document", "summary"):
         if not isinstance(record[key], str) or not record[key].strip():
             return f"{key} must be a non-empty string", None
-    return "", Pair(str(pair_id), record["document"], record["summary"])
+    label = record.get("label")
+    if label is not None and label not in (0, 1):  # True/False compare equal to 1/0
+        return "label must be 1 (consistent) or 0 (not)", None
+    label = None if label is None else int(label)
+    return "", Pair(str(pair_id), record["document"], record["summary"], label)

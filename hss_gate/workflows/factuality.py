@@ -20,6 +20,9 @@ from hss_gate.workflows.steps import Say, silent
 INVENTED_CHECKERS = ("invented", "invented-sbert")  # checkers whose verdict is the consistency
 
 
+MIN_CALIBRATION_CLASS = 20  # labelled pairs of each class below which --calibrate refuses
+
+
 @dataclass
 class FactualityRun:
     """The scored rows and the file they were written to (None when only training)."""
@@ -27,6 +30,22 @@ class FactualityRun:
     rows: list[dict[str, Any]]
     path: Path | None
     model: str = ""
+    labels: list[int | None] | None = None
+    threshold: float | None = None  # the gate checker's, when it scored `consistency`
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A threshold chosen on a user's labelled sample, and how well it separates it."""
+
+    threshold: float
+    previous: float
+    pairs: int
+    inconsistent: int
+    auc: float
+    balanced_accuracy: float  # at the new threshold, in-sample
+    cross_fitted: float  # each pair judged by a threshold chosen without it (the honest one)
+    previous_balanced_accuracy: float
 
 
 def consistency_scorer(
@@ -107,7 +126,68 @@ def run_factuality(
     )
     target = Path(out or settings.consistency.out) / "factuality.csv"
     write_rows_csv_atomic(target, rows, COLUMNS)
-    return FactualityRun(rows, target, model)
+    threshold = scorer.checker.threshold if scorer.checker is not None else None
+    return FactualityRun(rows, target, model, [r.label for r in records], threshold)
+
+
+def calibrate(run: FactualityRun) -> Calibration:
+    """The threshold with the best balanced accuracy on the run's labelled pairs (beside the
+    checker's threshold the run used)."""
+    from hss_gate.consistency.calibration import (
+        balanced_accuracy,
+        best_threshold,
+        cross_fit_balanced_accuracy,
+        roc_auc,
+    )
+
+    labels = run.labels or []
+    if run.model not in INVENTED_CHECKERS or run.threshold is None:
+        raise InputError(
+            f"--calibrate: for the checkers {', '.join(INVENTED_CHECKERS)} (not '{run.model}')"
+        )
+    if any(label is None for label in labels):
+        missing = sum(label is None for label in labels)
+        raise InputError(
+            f"--calibrate needs a label (1 consistent, 0 not) on every pair: {missing} lack one"
+        )
+    kept = [
+        (r["consistency"], y)
+        for r, y in zip(run.rows, labels, strict=True)
+        if r["consistency"] == r["consistency"]
+    ]
+    scores, y = [s for s, _ in kept], [int(label) for _, label in kept]
+    counts = (y.count(0), y.count(1))
+    if min(counts) < MIN_CALIBRATION_CLASS:
+        raise InputError(
+            f"--calibrate: {counts[0]} inconsistent and {counts[1]} consistent pairs; need at "
+            f"least {MIN_CALIBRATION_CLASS} of each (a few hundred pairs from your domain)"
+        )
+    threshold, previous = best_threshold(y, scores), run.threshold
+    predict = lambda t: [int(s >= t) for s in scores]  # noqa: E731
+    return Calibration(
+        round(threshold, 4),
+        previous,
+        len(y),
+        counts[0],
+        roc_auc(y, scores),
+        balanced_accuracy(y, predict(threshold)),
+        cross_fit_balanced_accuracy(y, scores),
+        balanced_accuracy(y, predict(run.threshold)),
+    )
+
+
+def write_threshold(params: Path, calibration: Calibration, pairs: Path) -> None:
+    """Set consistency.threshold in the params file (its other lines and comments kept)."""
+    from hss_gate.io import write_text_atomic
+    from hss_gate.settings import with_param
+
+    text = params.read_text(encoding="utf-8") if params.exists() else ""
+    note = (
+        f"calibrated on {pairs.name} ({calibration.pairs} pairs, cross-fitted balanced accuracy "
+        f"{calibration.cross_fitted:.3f}; was {calibration.previous:g})"
+    )
+    value = f"{calibration.threshold:g}"
+    write_text_atomic(params, with_param(text, "consistency", "threshold", value, note))
 
 
 def ensure_checker(settings: HssSettings, say: Say = silent) -> str:

@@ -386,3 +386,62 @@ def test_the_invented_checker_is_selectable_and_sees_an_invented_detail() -> Non
     assert checker.fingerprint.startswith("invented-v1:")
     assert faithful.consistency > checker.threshold > invented.consistency
     assert invented.unsupported and not faithful.unsupported
+
+
+def _labelled_pairs(n: int) -> list[dict[str, Any]]:
+    """n copied source sentences (consistent) and n with an invented clause (not)."""
+    from hss_gate.inputs import load_corpus
+    from hss_gate.sentences import split_sentences
+
+    docs = load_corpus(CORPUS)
+    pairs = []
+    for i in range(n):
+        doc = docs[i % len(docs)]
+        sentence = split_sentences(doc.text)[i // len(docs)]
+        pairs.append({"id": f"c{i}", "document": doc.text, "summary": sentence, "label": 1})
+        invented = f"Rebels from Texas seized {i + 40} tankers and demanded a ransom in gold."
+        pairs.append({"id": f"x{i}", "document": doc.text, "summary": invented, "label": 0})
+    return pairs
+
+
+def test_calibrate_writes_the_threshold_into_the_params_file(
+    runner: CliRunner, tmp_path: Path, real_toolkit
+) -> None:
+    from hss_gate.settings import load_settings
+
+    params = tmp_path / "params.yaml"
+    shutil.copy(REPO / "params.yaml", params)
+    before = params.read_text().splitlines()
+    pairs = _write_pairs(tmp_path / "labelled.jsonl", _labelled_pairs(20))
+    args = ["factuality", "--pairs", str(pairs), "--params", str(params), "--calibrate"]
+    extra = ["--weights", str(tmp_path / "w"), "--corpus", str(_small_corpus(tmp_path / "c", 8))]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "out"), *extra])
+    assert result.exit_code == 0, result.output
+    after = params.read_text().splitlines()
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert len(changed) == 1 and changed[0][1].startswith("  threshold: ")
+    assert "calibrated on labelled.jsonl (40 pairs" in changed[0][1]
+    threshold = load_settings(params).consistency.threshold
+    rows = {
+        r["id"]: float(r["consistency"]) for r in _read_csv(tmp_path / "out" / "factuality.csv")
+    }
+    below = {k for k, v in rows.items() if v < threshold}
+    assert below == {k for k in rows if k.startswith("x")}  # separable here: every call right
+    assert f"consistency.threshold 0.5648 -> {threshold:g}" in " ".join(result.output.split())
+
+
+def test_calibrate_refuses_unlabelled_or_tiny_samples(runner: CliRunner, tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    shutil.copy(REPO / "params.yaml", params)
+    few = _write_pairs(tmp_path / "few.jsonl", _labelled_pairs(3))
+    bad = [{"id": "a", "document": "D.", "summary": "S.", "label": 2}]
+    for pairs, message in (
+        (few, "3 inconsistent and 3 consistent pairs; need at least 20 of each"),
+        (_write_pairs(tmp_path / "bad.jsonl", bad), "label must be 1 (consistent) or 0 (not)"),
+    ):
+        args = ["factuality", "--pairs", str(pairs), "--params", str(params), "--calibrate"]
+        extra = ["--weights", str(tmp_path / "w"), "--out", str(tmp_path / "out")]
+        result = runner.invoke(app, [*args, *extra, "--corpus", str(CORPUS)])
+        assert result.exit_code == 2, result.output
+        assert message in " ".join(result.output.split())
+    assert params.read_text() == (REPO / "params.yaml").read_text()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,26 @@ from hss_gate.workflows.gate import look_verdict
 
 pytestmark = pytest.mark.unit
 
-GATE = GateSettings()  # consistency margin 0.03, unsupported margin 0.02
+GATE = GateSettings()  # consistency margin 0.07 (invented-sbert), unsupported margin 0.02
+
+
+@dataclass(frozen=True)
+class Units:
+    """A checker's consistency scale: production's per-document values ~ uniform(low, high),
+    a same-quality candidate differs by normal noise, and the gate's margin in these units."""
+
+    low: float
+    high: float
+    noise: float
+    margin: float
+
+
+# Measured on the reference corpus (data/baseline): production's base consistency and one
+# perturbed summary per document (a same-model resample): sd 0.301 / paired-difference sd 0.207
+# under invented-sbert, 0.137 / 0.072 under sbert (whose simulation kept its earlier, more
+# pessimistic noise 0.12).
+INVENTED_SBERT = Units(0.0, 1.0, 0.21, GATE.consistency_margin)
+SBERT = Units(0.6, 1.0, 0.12, 0.03)
 
 
 def test_every_look_covers_every_category_and_the_order_is_fixed():
@@ -43,10 +64,11 @@ def _docs(consistency, unsupported):
     ]
 
 
-def _run(rng, shift, n=48, resamples=400):
+def _run(rng, shift, units, n=48, resamples=400):
     """One simulated gate: paired production/candidate documents, the sequential rule."""
-    prod_c = rng.uniform(0.6, 1.0, n)
-    cand_c = np.clip(prod_c + shift + rng.normal(0, 0.12, n), 0, 1)
+    gate = GATE.model_copy(update={"consistency_margin": units.margin})
+    prod_c = rng.uniform(units.low, units.high, n)
+    cand_c = np.clip(prod_c + shift + rng.normal(0, units.noise, n), 0, 1)
     prod_u = np.clip(rng.normal(0.01, 0.02, n), 0, 1)
     cand_u = np.clip(prod_u + rng.normal(0, 0.02, n), 0, 1)
     plan = look_sizes(n, 12)
@@ -59,31 +81,34 @@ def _run(rng, shift, n=48, resamples=400):
             confidence=level,
             seed=int(rng.integers(1 << 30)),
         )
-        verdict = look_verdict(comparison, [], GATE, last=i == len(plan) - 1)
+        verdict = look_verdict(comparison, [], gate, last=i == len(plan) - 1)
         if verdict != "continue":
             return verdict, m
     raise AssertionError("the last look always settles")
 
 
-def _rates(shift, sims=150, seed=0):
+def _rates(shift, units=INVENTED_SBERT, sims=150, seed=0):
     rng = np.random.default_rng(seed)
-    runs = [_run(rng, shift) for _ in range(sims)]
+    runs = [_run(rng, shift, units) for _ in range(sims)]
     blocked = np.mean([v == "block" for v, _ in runs])
     return blocked, np.mean([m for _, m in runs])
 
 
-def test_false_blocks_stay_under_alpha_even_at_the_margin():
-    """A candidate exactly at the margin (consistency 0.03 lower) must be blocked in at most 5%
-    of the runs, looks included (measured: see the assertion's slack)."""
-    blocked, _ = _rates(-GATE.consistency_margin)
+@pytest.mark.parametrize("units", [INVENTED_SBERT, SBERT], ids=["invented-sbert", "sbert"])
+def test_false_blocks_stay_under_alpha_even_at_the_margin(units):
+    """A candidate exactly at the margin (consistency one margin lower) must be blocked in at
+    most 5% of the runs, looks included (measured 0.7% in invented-sbert units, 2.7% in sbert's;
+    see the assertion's slack)."""
+    blocked, _ = _rates(-units.margin, units)
     assert blocked <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 150)  # 5% plus two binomial SEs
-    equal, used = _rates(0.0)
+    equal, used = _rates(0.0, units)
     assert equal <= 0.02
     assert used < 48  # an equal candidate is usually settled before the corpus runs out
 
 
-def test_a_clearly_worse_candidate_is_blocked_early():
-    blocked, used = _rates(-0.2, sims=60)
+@pytest.mark.parametrize("units", [INVENTED_SBERT, SBERT], ids=["invented-sbert", "sbert"])
+def test_a_clearly_worse_candidate_is_blocked_early(units):
+    blocked, used = _rates(-6 * units.margin, units, sims=60)  # sbert -0.18, invented-sbert -0.42
     assert blocked >= 0.95 and used <= 16
 
 
