@@ -6,11 +6,12 @@ Every text that comes from documents, summaries or model ids is HTML-escaped.
 from __future__ import annotations
 
 import html
-import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hss_gate.gate import Decision, Finding
+from hss_gate.tables import Evidence, unsupported_evidence
 
 VERDICT = {
     "promote": "PROMOTE",
@@ -26,7 +27,17 @@ table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding
 vertical-align:top;text-align:left}th{background:#f3f3f3}.promote,.healthy{color:#176f2c}
 .block,.unhealthy,.error{color:#b00020}.fail{background:#fde8ea}.summary{max-width:28rem;
 font-size:.9em}code{background:#f3f3f3;padding:0 .2rem}
+mark.unsupported-word{background:#f4a6a6;font-weight:bold}
 """
+
+LEGEND = (
+    "<p class='legend'><mark>sentence the checker finds unsupported</mark> &middot; "
+    "<mark class='unsupported-word'>word, name or number the source does not contain</mark></p>"
+)
+
+
+class _Markup(str):
+    """A table cell already HTML (built from escaped text only): `_html_table` keeps it."""
 
 
 def _num(value: Any, digits: int = 3) -> str:
@@ -59,7 +70,9 @@ def _html_table(
     body = []
     for i, row in enumerate(rows):
         mark = ' class="fail"' if i < len(failed) and failed[i] else ""
-        cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
+        cells = "".join(
+            f"<td>{v if isinstance(v, _Markup) else html.escape(str(v))}</td>" for v in row
+        )
         body.append(f"<tr{mark}>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
@@ -311,38 +324,83 @@ def moved_most(
             "consistency_production": prod[r["doc_id"]].get("base_consistency"),
             "summary_candidate": base[0].get(r["doc_id"], ""),
             "summary_production": base[1].get(r["doc_id"], ""),
-            "unsupported": _pairs(r.get("base_unsupported_sentences")),
+            "unsupported": unsupported_evidence(r.get("base_unsupported_sentences")),
         }
         for r in ranked[:n]
     ]
 
 
-def _pairs(value: Any) -> list[list[str]]:
-    """[[sentence, passage], ...] from a score table's JSON cell (or nothing)."""
-    if isinstance(value, list):
-        return value
-    try:
-        found = json.loads(value) if isinstance(value, str) and value else []
-    except ValueError:
-        return []
-    return [list(p) for p in found if isinstance(p, list) and len(p) == 2]
+def _spans(text: str, found: Sequence[tuple[str, Any]]) -> list[tuple[int, int, Any]]:
+    """Where each (needle, payload) first occurs in `text` apart from the needles placed
+    before it, in text order; a needle not found (or empty) is left out."""
+    spans: list[tuple[int, int, Any]] = []
+    for needle, payload in found:
+        if not needle:
+            continue
+        for m in re.finditer(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", text, re.IGNORECASE):
+            if all(m.end() <= a or m.start() >= b for a, b, _ in spans):
+                spans.append((m.start(), m.end(), payload))
+                break
+    return sorted(spans, key=lambda s: s[0])
 
 
-def _highlighted(summary: str, unsupported: Sequence[Sequence[str]]) -> str:
-    """The summary (escaped) with its unsupported sentences marked."""
-    text = html.escape(summary)
-    for sentence, _ in unsupported:
-        escaped = html.escape(sentence)
-        text = text.replace(escaped, f"<mark>{escaped}</mark>", 1)
-    return text
+def _marked(text: str, spans: Sequence[tuple[int, int, Any]], wrap: Any) -> str:
+    """`text` escaped, each span's escaped text passed through `wrap(inner, payload)`."""
+    out, at = [], 0
+    for a, b, payload in spans:
+        out += [html.escape(text[at:a]), wrap(text[a:b], payload)]
+        at = b
+    return "".join(out) + html.escape(text[at:])
+
+
+def _marked_words(sentence: str, words: Sequence[str]) -> str:
+    """The sentence (escaped) with each of its unsupported words marked (each occurrence)."""
+    spans: list[tuple[int, int, Any]] = []
+    for word in sorted(dict.fromkeys(words), key=len, reverse=True):
+        if not word:
+            continue
+        pattern = r"(?<!\w)" + re.escape(word) + r"(?!\w)"
+        for m in re.finditer(pattern, sentence, re.IGNORECASE):
+            if all(m.end() <= a or m.start() >= b for a, b, _ in spans):
+                spans.append((m.start(), m.end(), None))
+    spans.sort(key=lambda s: s[0])
+    return _marked(
+        sentence,
+        spans,
+        lambda inner, _: f"<mark class='unsupported-word'>{html.escape(inner)}</mark>",
+    )
+
+
+def _highlighted(summary: str, unsupported: Any) -> str:
+    """The summary (escaped) with its unsupported sentences marked, and within each the words
+    the source does not contain (`unsupported`: evidence triples or old [sentence, passage])."""
+    evidence = unsupported_evidence(list(unsupported or []))
+    spans = _spans(summary, [(sentence, words) for sentence, _, words in evidence])
+    return _marked(
+        summary, spans, lambda inner, words: f"<mark>{_marked_words(inner, words)}</mark>"
+    )
+
+
+def _evidence_rows(evidence: Sequence[Evidence]) -> list[list[Any]]:
+    """sentence (its unsupported words marked) | unsupported words | best source passage."""
+    return [
+        [_Markup(_marked_words(sentence, words)), ", ".join(words), passage]
+        for sentence, passage, words in evidence
+    ]
+
+
+EVIDENCE_HEADERS = ["unsupported words", "best-matching source passage"]
 
 
 def _examples_html(examples: Sequence[Mapping[str, Any]]) -> str:
     esc = html.escape
     parts = [
         "<h2>Documents whose summaries lost most consistency</h2><p>The candidate's summary "
-        "with the sentences the checker finds unsupported <mark>marked</mark>, each beside the "
-        "source passage that matches it best; production's summary for comparison.</p>"
+        "with the sentences the checker finds unsupported <mark>marked</mark> and, within them, "
+        "the words the source does not contain (the invented name or number), each sentence "
+        "beside the source passage that matches it best; production's summary for "
+        "comparison.</p>",
+        LEGEND,
     ]
     for e in examples:
         parts.append(
@@ -355,11 +413,12 @@ def _examples_html(examples: Sequence[Mapping[str, Any]]) -> str:
             f"{_highlighted(e['summary_candidate'], e.get('unsupported', []))}</p>"
             f"<p class='summary'><b>Production:</b> {esc(e['summary_production'])}</p>"
         )
-        if e.get("unsupported"):
+        evidence = unsupported_evidence(list(e.get("unsupported") or []))
+        if evidence:
             parts.append(
                 _html_table(
-                    ["unsupported sentence (candidate)", "best-matching source passage"],
-                    [[sentence, passage] for sentence, passage in e["unsupported"]],
+                    ["unsupported sentence (candidate)", *EVIDENCE_HEADERS],
+                    _evidence_rows(evidence),
                 )
             )
     return "\n".join(parts)
@@ -465,12 +524,26 @@ def monitor_html(result: Mapping[str, Any]) -> str:
                         _num(s.get("live_consistency")),
                         _num(s.get("hss")),
                         s.get("live_unsupported", ""),
-                        s.get("live_summary", ""),
+                        _Markup(_highlighted(s.get("live_summary", ""), s.get("unsupported"))),
                     ]
                     for s in result["samples"]
                 ],
             )
         )
+        evidence = [
+            [s["doc_id"], *row]
+            for s in result["samples"]
+            for row in _evidence_rows(unsupported_evidence(list(s.get("unsupported") or [])))
+        ]
+        if evidence:
+            parts.append(
+                "<h2>Unsupported sentences in served summaries</h2><p>Each sentence the checker "
+                "finds unsupported, the words of it the source does not contain, and the source "
+                "passage that matches it best.</p>" + LEGEND
+            )
+            parts.append(
+                _html_table(["sample", "unsupported sentence", *EVIDENCE_HEADERS], evidence)
+            )
     parts.append("</body></html>")
     return "\n".join(parts)
 

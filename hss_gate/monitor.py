@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ from hss_gate.sentences import ends_mid_sentence
 from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
 from hss_gate.summary_checks import LengthPolicy, summary_flags
+from hss_gate.tables import unsupported_cell, unsupported_evidence
 
 EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2}
 
@@ -45,9 +45,7 @@ def live_summary_signals(
             "timestamp": s.timestamp.isoformat(),
             "live_consistency": v.consistency,
             "live_low_consistency": v.consistency < threshold,
-            "live_unsupported_sentences": json.dumps(
-                [[u.sentence, u.passage] for u in v.unsupported], ensure_ascii=False
-            ),
+            "live_unsupported_sentences": unsupported_cell(v.unsupported),
             "live_unsupported_share": unsupported_share(m, s.document),
             "live_unsupported": "; ".join(unsupported_mentions(m, s.document)),
             "live_novel_ngram_share": novel_ngram_share(s.summary, s.document, ngram),
@@ -174,8 +172,8 @@ def monitor_verdict(
 def sample_rows(
     scored: Sequence[Mapping[str, Any]], samples: Sequence[Any]
 ) -> list[dict[str, Any]]:
-    """One report row per sample: its consistency, unsupported mentions, the summary served
-    and (after a full run) its HSS."""
+    """One report row per sample: its consistency, unsupported mentions, the summary served,
+    its unsupported sentences (sentence, passage, words) and (after a full run) its HSS."""
     served = {s.sample_id: s for s in samples}
     return [
         {
@@ -185,6 +183,12 @@ def sample_rows(
             "live_consistency": row["live_consistency"],
             "live_unsupported": row["live_unsupported"],
             "live_summary": served[row["doc_id"]].summary,
+            "unsupported": [
+                [sentence, passage, list(words)]
+                for sentence, passage, words in unsupported_evidence(
+                    row.get("live_unsupported_sentences")
+                )
+            ],
         }
         for row in scored
     ]

@@ -14,6 +14,7 @@ from hss_gate import tables
 from hss_gate.cache import Cache, content_key
 from hss_gate.consistency.checker import Checker, Verdict
 from hss_gate.consistency.features import SBERT_MAX_WORDS, long_units
+from hss_gate.consistency.novelty import with_words
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
 from hss_gate.embedding import Embedder, embed_cached
@@ -192,7 +193,8 @@ def mentions_cached(texts: Sequence[str], tagger: Any, cache: Cache) -> list[lis
 def verdicts_cached(
     pairs: Sequence[tuple[str, str]], checker: Checker, cache: Cache
 ) -> list[Verdict]:
-    """The checker's verdict on each (source, summary) pair; only pairs not cached are checked."""
+    """The checker's verdict on each (source, summary) pair; only pairs not cached are checked.
+    A verdict cached before `Unsupported.words` existed gets its words here (scores unchanged)."""
     keys = [content_key("verdict-v1", checker.fingerprint, src, summ) for src, summ in pairs]
     found = cache.get_many("verdicts", keys)
     todo = {k: pair for k, pair in zip(keys, pairs, strict=True) if k not in found}
@@ -203,7 +205,14 @@ def verdicts_cached(
         }
         cache.put_many("verdicts", made)
         found.update(made)
-    return [Verdict.from_dict(json.loads(found[k])) for k in keys]
+    out = []
+    for k, (source, _) in zip(keys, pairs, strict=True):
+        data = json.loads(found[k])
+        verdict = Verdict.from_dict(data)
+        if any("words" not in u for u in data["unsupported"]):
+            verdict = with_words(verdict, source)
+        out.append(verdict)
+    return out
 
 
 @dataclass(frozen=True)
@@ -396,9 +405,7 @@ def _signals(
         **summary_flags(summary, source, rules.policy),
         consistency=verdict.consistency,
         low_consistency=verdict.consistency < rules.threshold,
-        unsupported_sentences=json.dumps(
-            [[u.sentence, u.passage] for u in verdict.unsupported], ensure_ascii=False
-        ),
+        unsupported_sentences=tables.unsupported_cell(verdict.unsupported),
     )
 
 

@@ -15,6 +15,7 @@ Foundations floor: nothing from hss_gate is imported here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -112,7 +113,9 @@ SIGNAL_COLUMNS: tuple[Column, ...] = (
         "unsupported_sentences",
         "json",
         "the sentences the checker finds unsupported, each with its best-matching source "
-        "passage: [[sentence, passage], ...]",
+        "passage and its words the source does not contain (names, numbers, content words): "
+        "[[sentence, passage, [word, ...]], ...]; cells written before the words read as "
+        "[[sentence, passage], ...] (`unsupported_evidence` reads both)",
         "consistency",
     ),
 )
@@ -266,6 +269,44 @@ OPTIONAL_COLUMNS: tuple[str, ...] = names(
     c for columns in TABLES.values() for c in columns if c.optional
 )
 """Columns the scoring run does not write; the checks use them when a table has them."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The `unsupported_sentences` cell (SIGNAL_COLUMNS), written and read here only
+# ---------------------------------------------------------------------------------------------
+
+Evidence = tuple[str, str, tuple[str, ...]]
+"""(sentence, best-matching source passage, the sentence's words the source does not contain)."""
+
+
+def unsupported_cell(unsupported: Iterable[Any]) -> str:
+    """The JSON cell of a verdict's unsupported sentences (`Unsupported` records):
+    [[sentence, passage, [word, ...]], ...]."""
+    return json.dumps(
+        [[u.sentence, u.passage, list(u.words)] for u in unsupported], ensure_ascii=False
+    )
+
+
+def unsupported_evidence(value: Any) -> list[Evidence]:
+    """The (sentence, passage, words) of an `unsupported_sentences` cell: its JSON text or the
+    parsed list; an old two-element entry has no words; anything else (empty, NaN, malformed)
+    reads as nothing."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value else []
+        except ValueError:
+            return []
+    if not isinstance(value, list):
+        return []
+    out: list[Evidence] = []
+    for entry in value:
+        if not isinstance(entry, list | tuple) or len(entry) not in (2, 3):
+            continue
+        found = entry[2] if len(entry) == 3 else []
+        if not isinstance(found, list | tuple):
+            continue
+        out.append((str(entry[0]), str(entry[1]), tuple(str(w) for w in found)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@ sentences the source does not support, each beside the source passage that match
 
 `Checker.check(pairs)` takes (source, summary) pairs and returns one `Verdict` each. A summary
 is "unsupported" when its consistency is below the checker's calibrated `threshold`; a summary
-sentence is listed as unsupported when its own score is below `sentence_threshold`.
+sentence is listed as unsupported when its own score is below `sentence_threshold`, with the
+words of it the source does not contain (`novelty.unsupported_words`, the same for every
+checker).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from hss_gate.consistency.features import split_units
+from hss_gate.consistency.novelty import with_words
 from hss_gate.consistency.verdict import Unsupported, Verdict
 
 SentenceMatrix = Callable[[str, Sequence[str]], np.ndarray]
@@ -75,7 +78,8 @@ class MatrixChecker:
             sentences = split_units(summary)
             passages = self._passages(source)
             matrix = self._matrix(source, sentences) if sentences and passages else np.zeros(0)
-            out.append(verdict_from_matrix(matrix, sentences, passages, self.sentence_threshold))
+            verdict = verdict_from_matrix(matrix, sentences, passages, self.sentence_threshold)
+            out.append(with_words(verdict, source))
         return out
 
 

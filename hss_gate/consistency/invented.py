@@ -182,7 +182,9 @@ class InventedChecker:
                 found = tuple(
                     SentenceFinding(s.sentence, "", 0.0, s.unsupported, True) for s in sentences
                 )
-                unsupported = tuple(Unsupported(s.sentence, "", 0.0) for s in sentences)
+                unsupported = tuple(
+                    Unsupported(s.sentence, "", 0.0, s.unsupported) for s in sentences
+                )
                 out.append(Finding(Verdict(0.0, unsupported), found))
                 continue
             total = round(self.weights.score(self._features(source, summary, sentences)), 6)
@@ -200,7 +202,9 @@ class InventedChecker:
                 )
             )
             unsupported = tuple(
-                Unsupported(f.sentence, f.passage, f.score) for f in found if f.unsupported
+                Unsupported(f.sentence, f.passage, f.score, f.unsupported_words)
+                for f in found
+                if f.unsupported
             )
             out.append(Finding(Verdict(total, unsupported), found))
         return out
@@ -221,7 +225,8 @@ class InventedChecker:
         return [f.verdict for f in self.explain(pairs)]
 
     def unsupported_words(self, source: str, summary: str) -> list[tuple[str, tuple[str, ...]]]:
-        """Per summary sentence: (sentence, its content words the source does not contain)."""
+        """Per summary sentence: (sentence, its content words the source does not contain);
+        the words are `novelty.unsupported_words`, as every checker's `Unsupported.words`."""
         return [(s.sentence, s.unsupported) for s in self._sentences(source, summary)]
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import pairwise
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from hss_gate.consistency.features import STOP_WORDS as _BASE_STOP
 from hss_gate.consistency.segment import split_text
+from hss_gate.consistency.verdict import Verdict
 
 WordRank = Callable[[str], "int | None"]
 
@@ -234,6 +235,42 @@ def supported(word: Word, keys: set[str], prefixes: set[str]) -> bool:
     return not word.number and len(word.text) >= 7 and word.key[:6] in prefixes
 
 
+def _missing(ws: Sequence[Word], source: Source) -> list[bool]:
+    """For each word: whether the whole source lacks it."""
+    return [not supported(w, source.keys, source.prefixes) for w in ws]
+
+
+def _surface(ws: Sequence[Word], miss: Sequence[bool]) -> tuple[str, ...]:
+    """The surface forms of the missing words, once each, in order."""
+    return tuple(dict.fromkeys(w.text for w, m in zip(ws, miss, strict=True) if m))
+
+
+def unsupported_words(sentence: str, source: str | Source) -> tuple[str, ...]:
+    """The surface forms of the sentence's content words, names and numbers that the whole
+    source does not contain (stems and normalized numbers, case-insensitive): the evidence a
+    reviewer checks, whichever checker found the sentence unsupported.
+
+    >>> unsupported_words("Smith paid 40 million in Texas.", "Smith paid two dollars.")
+    ('40 million', 'Texas')
+    """
+    src = source if isinstance(source, Source) else prepare(source)
+    ws = [w for w in words(sentence) if w.content]
+    return _surface(ws, _missing(ws, src))
+
+
+def with_words(verdict: Verdict, source: str | Source) -> Verdict:
+    """The verdict with each unsupported sentence's `words` (unsupported_words) filled in."""
+    if not verdict.unsupported:
+        return verdict
+    src = source if isinstance(source, Source) else prepare(source)
+    return replace(
+        verdict,
+        unsupported=tuple(
+            replace(u, words=unsupported_words(u.sentence, src)) for u in verdict.unsupported
+        ),
+    )
+
+
 @dataclass(frozen=True)
 class SentenceNovelty:
     """One summary sentence against its source."""
@@ -258,7 +295,7 @@ class SentenceNovelty:
 def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> SentenceNovelty:
     ws = [w for w in words(sentence) if w.content]
     weights = [rarity(w.text if not w.number else "#", rank) for w in ws]
-    miss = [not supported(w, source.keys, source.prefixes) for w in ws]
+    miss = _missing(ws, source)
     # align: the two source sentences sharing most weighted keys
     window_bigrams: set[tuple[str, str]] = set()
     if source.sentences:
@@ -282,7 +319,7 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
     ok = list(pairwise([not m for m in miss]))
     return SentenceNovelty(
         sentence=sentence,
-        unsupported=tuple(dict.fromkeys(w.text for w, m in zip(ws, miss, strict=True) if m)),
+        unsupported=_surface(ws, miss),
         n_content=len(ws),
         n_novel=sum(miss),
         weight=float(sum(weights)),

@@ -1,5 +1,6 @@
 """The checker's finding on one summary, as a plain record (pure): its consistency with the
-source and the summary sentences the source does not support, each with its best passage.
+source and the summary sentences the source does not support, each with its best passage and
+the words of it the source does not contain (the evidence a reviewer checks).
 
 The records the checker (`consistency/checker.py`) returns, the cache stores (`to_dict`) and the
 monitor's rules read.
@@ -13,11 +14,15 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Unsupported:
-    """A summary sentence the source does not support, and the passage that matches it best."""
+    """A summary sentence the source does not support, the passage that matches it best, and
+    the surface forms of its content words, names and numbers that the whole source does not
+    contain (`novelty.unsupported_words`; empty when every word is there, e.g. facts
+    recombined)."""
 
     sentence: str
     passage: str
     score: float
+    words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -30,9 +35,21 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return {
             "consistency": self.consistency,
-            "unsupported": [asdict(u) for u in self.unsupported],
+            "unsupported": [asdict(u) | {"words": list(u.words)} for u in self.unsupported],
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
-        return cls(float(data["consistency"]), tuple(Unsupported(**u) for u in data["unsupported"]))
+        """From `to_dict`'s record; a record cached before `words` existed loads with none."""
+        return cls(
+            float(data["consistency"]),
+            tuple(
+                Unsupported(
+                    str(u["sentence"]),
+                    str(u["passage"]),
+                    float(u["score"]),
+                    tuple(str(w) for w in u.get("words", ())),
+                )
+                for u in data["unsupported"]
+            ),
+        )
