@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -217,6 +218,28 @@ def test_monitor_scores_recent_samples_and_records_the_run(runner, tmp_path):
     assert failing.exit_code == 2
     assert store.count() == 4  # every ingested sample is kept when scoring fails
     assert store.runs()[0].decision == "error"
+
+
+def test_monitor_refuses_a_reference_scored_by_another_checker(runner, tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    ingest = runner.invoke(
+        app, ["samples", "ingest", str(_samples_file(tmp_path / "s.jsonl")), "--samples", url]
+    )
+    assert ingest.exit_code == 0, ingest.output
+    reference = tmp_path / "baseline" / "production_scores.csv"
+    reference.parent.mkdir()
+    shutil.copy(REPO / "data" / "baseline" / "production_scores.csv", reference)
+    (reference.parent / "metrics.json").write_text(json.dumps({"checker": "sbert-zs:old:t0.818"}))
+    monkeypatch.setenv("HSS_MONITOR__REFERENCE", str(reference))
+    args = ["monitor", "--samples", url, "--served-only", "--out", str(tmp_path / "m")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    report = json.loads((tmp_path / "m" / "monitor.json").read_text())
+    assert report["decision"] == "error"
+    error = json.dumps(report)
+    assert f"{reference}: scored by the checker 'sbert-zs:old:t0.818', this run uses" in error
+    assert "'invented-v1:" in error and "consistency in different units" in error
+    assert "Traceback" not in result.output
 
 
 def _served_file(path: Path, swapped: bool, n: int = 8) -> Path:
