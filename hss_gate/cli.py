@@ -284,14 +284,35 @@ def samples_ingest(
     ],
     samples: SamplesOpt = None,
     skip_bad: Annotated[bool, typer.Option(help="store the good rows, list the bad")] = False,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            help="FILE is a summaries file (doc_id, summary[, system, timestamp]); documents "
+            "and categories come from this corpus by doc_id"
+        ),
+    ] = None,
+    model_id: Annotated[
+        str | None, typer.Option(help="with --corpus: the model id (default: each `system`)")
+    ] = None,
+    system: Annotated[
+        str | None, typer.Option(help="with --corpus: only this system's summaries")
+    ] = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Validate every row and store the samples; bad rows are reported with their line."""
     from hss_gate.redact import masked_url
-    from hss_gate.samples import ingest_file
+    from hss_gate.samples import from_summaries, ingest_file
 
     url = samples or _settings(params).monitor.samples_url
-    report, errors = ingest_file(file, url, skip_bad=skip_bad)
+    joined = None
+    if corpus is not None:
+        from hss_gate.inputs import load_corpus
+
+        documents = {doc.doc_id: doc for doc in load_corpus(corpus)}
+        joined = from_summaries(documents, model_id, system)
+    elif model_id is not None or system is not None:
+        _fail("--model-id and --system need --corpus (they read a summaries file)")
+    report, errors = ingest_file(file, url, skip_bad=skip_bad, summaries=joined)
     for error in errors:
         console.print(f"[yellow]skipped[/] {file}:{error.line}: {error.message}", highlight=False)
     _say(

@@ -27,7 +27,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -281,8 +281,51 @@ def _csv_records(data: bytes, path: Path) -> Iterator[tuple[int, dict | RowError
         yield start, record
 
 
-def read_samples(path: str | Path) -> tuple[list[Sample], list[RowError]]:
-    """Read and validate every row of a JSONL or CSV sample file.
+SummaryRecord = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def from_summaries(
+    documents: Mapping[str, Any],
+    model_id: str | None = None,
+    system: str | None = None,
+    now: datetime | None = None,
+) -> SummaryRecord:
+    """Read a summaries file (`summaries:` format: doc_id, summary, optional system, timestamp,
+    sample_id; other fields ignored) as samples: the document and category come from the corpus
+    by doc_id, the model id from `model_id` or the record's `system`, the timestamp from the
+    record or the ingest time. Records of another system than `system` are skipped (None)."""
+    stamp = (now or datetime.now(UTC)).isoformat()
+
+    def to_sample(record: dict[str, Any]) -> dict[str, Any] | None:
+        own = None if record.get("system") is None else str(record["system"])
+        if system is not None and own != system:
+            return None
+        doc_id = record.get("doc_id")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or not str(doc_id).strip():
+            raise ValueError("field 'doc_id' is missing or empty")
+        doc = documents.get(str(doc_id))
+        if doc is None:
+            raise ValueError(f"doc_id {str(doc_id)!r} is not in the corpus")
+        model = model_id or own
+        if model is None:
+            raise ValueError("no model id: give --model-id or a 'system' field")
+        return {
+            "sample_id": str(record.get("sample_id") or f"{model}/{doc_id}"),
+            "document": doc.text,
+            "summary": record.get("summary"),
+            "model_id": model,
+            "timestamp": record.get("timestamp") or stamp,
+            "category": doc.category,
+        }
+
+    return to_sample
+
+
+def read_samples(
+    path: str | Path, summaries: SummaryRecord | None = None
+) -> tuple[list[Sample], list[RowError]]:
+    """Read and validate every row of a JSONL or CSV sample file (or, with `summaries`, of a
+    JSONL summaries file joined with its corpus, see `from_summaries`).
 
     Returns the valid samples in file order and one :class:`RowError` per rejected row (invalid
     UTF-8 or JSON, missing/blank/unknown fields, bad timestamps, a sample_id repeated in the file).
@@ -302,6 +345,8 @@ def read_samples(path: str | Path) -> tuple[list[Sample], list[RowError]]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
     data = data.removeprefix(b"\xef\xbb\xbf")  # UTF-8 byte-order mark
+    if summaries is not None and suffix == ".csv":
+        raise InputError(f"{path}: a summaries file is JSON Lines (doc_id, summary per line)")
     records = _csv_records(data, path) if suffix == ".csv" else _jsonl_records(data, path)
 
     samples: list[Sample] = []
@@ -313,6 +358,14 @@ def read_samples(path: str | Path) -> tuple[list[Sample], list[RowError]]:
         if isinstance(record, RowError):
             errors.append(record)
             continue
+        if summaries is not None:
+            try:
+                record = summaries(record)
+            except ValueError as exc:
+                errors.append(RowError(line, str(exc)))
+                continue
+            if record is None:
+                continue
         try:
             sample = Sample.model_validate(record)
         except ValidationError as exc:
@@ -329,7 +382,7 @@ def read_samples(path: str | Path) -> tuple[list[Sample], list[RowError]]:
             continue
         first_seen[sample.sample_id] = line
         samples.append(sample)
-    if n_rows == 0:
+    if n_rows == 0 or not (samples or errors):  # nothing, or no line of the chosen system
         raise InputError(f"{path}: no samples")
     return samples, errors
 
@@ -563,7 +616,7 @@ class SampleStore:
 
 
 def ingest_file(
-    path: str | Path, url: str, *, skip_bad: bool = False
+    path: str | Path, url: str, *, skip_bad: bool = False, summaries: SummaryRecord | None = None
 ) -> tuple[IngestReport, list[RowError]]:
     """Validate a sample file and add its rows to the store at ``url``.
 
@@ -571,7 +624,7 @@ def ingest_file(
     count and the first few ``file:line: message``. With ``skip_bad=True`` the valid rows are
     ingested and every bad row is returned for the caller to report.
     """
-    samples, errors = read_samples(path)
+    samples, errors = read_samples(path, summaries)
     if errors and not skip_bad:
         shown = "; ".join(f"{path}:{e.line}: {e.message}" for e in errors[:SHOWN_ERRORS])
         more = f"; ... and {len(errors) - SHOWN_ERRORS} more" if len(errors) > SHOWN_ERRORS else ""

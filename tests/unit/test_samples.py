@@ -459,3 +459,82 @@ def test_ingest_file_message_shows_the_first_errors_only(tmp_path):
     assert f"{path}:5: " in message and f"{path}:6: " not in message
     assert message.endswith("; ... and 3 more")
     assert not (tmp_path / "s.sqlite").exists()  # nothing was even opened
+
+
+def _summaries_world(tmp_path):
+    """A frank_cnndm-shaped pair of files: documents without category, summaries of two
+    systems with extra fields."""
+    docs = tmp_path / "documents.jsonl"
+    docs.write_text(
+        "".join(
+            json.dumps({"doc_id": f"d{i}", "document": f"Document {i} says the mill closed."})
+            + "\n"
+            for i in range(3)
+        )
+    )
+    lines = [
+        {"doc_id": f"d{i}", "system": system, "summary": f"{system} {i}.", "factual": 1}
+        for system in ("bart", "s2s")
+        for i in range(3)
+    ]
+    summaries = tmp_path / "summaries.jsonl"
+    summaries.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return docs, summaries
+
+
+def test_summaries_file_joins_its_corpus_by_doc_id(tmp_path):
+    from hss_gate.corpus import UNCATEGORIZED
+    from hss_gate.inputs import load_corpus
+    from hss_gate.samples import from_summaries
+
+    docs, summaries = _summaries_world(tmp_path)
+    documents = {d.doc_id: d for d in load_corpus(docs)}
+    now = datetime(2026, 12, 2, tzinfo=UTC)
+    samples, errors = read_samples(summaries, from_summaries(documents, system="s2s", now=now))
+    assert errors == []
+    assert [(s.sample_id, s.model_id, s.summary) for s in samples] == [
+        (f"s2s/d{i}", "s2s", f"s2s {i}.") for i in range(3)
+    ]
+    assert samples[1].document == "Document 1 says the mill closed."
+    assert {s.category for s in samples} == {UNCATEGORIZED} and samples[0].timestamp == now
+    both, _ = read_samples(summaries, from_summaries(documents))  # every system, its own id
+    assert sorted({s.model_id for s in both}) == ["bart", "s2s"] and len(both) == 6
+    renamed, _ = read_samples(summaries, from_summaries(documents, "prod-v2", "bart"))
+    assert {s.model_id for s in renamed} == {"prod-v2"}
+
+
+def test_summaries_file_faults_name_their_line(tmp_path):
+    from hss_gate.samples import from_summaries
+
+    docs = {"d0": type("Doc", (), {"text": "A text.", "category": "news"})()}
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        json.dumps({"doc_id": "d0", "summary": "S."})
+        + "\n"
+        + json.dumps({"doc_id": "zz", "system": "a", "summary": "S."})
+        + "\n"
+    )
+    _, errors = read_samples(path, from_summaries(docs))
+    assert [str(e) for e in errors] == [
+        "line 1: no model id: give --model-id or a 'system' field",
+        "line 2: doc_id 'zz' is not in the corpus",
+    ]
+    with pytest.raises(InputError, match="no samples"):
+        read_samples(path, from_summaries(docs, "m", system="nobody"))
+
+
+def test_cli_ingests_a_summaries_file_with_corpus(tmp_path):
+    from typer.testing import CliRunner
+
+    from hss_gate.cli import app
+
+    docs, summaries = _summaries_world(tmp_path)
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    args = ["samples", "ingest", str(summaries), "--samples", url]
+    result = CliRunner().invoke(app, [*args, "--corpus", str(docs), "--system", "bart"])
+    assert result.exit_code == 0, result.output
+    assert "ingested 3 samples" in result.output
+    with SampleStore(url) as store:
+        assert {s.model_id for s in store.recent(10)} == {"bart"}
+    refused = CliRunner().invoke(app, [*args, "--system", "bart"])
+    assert refused.exit_code == 2 and "need --corpus" in refused.output
