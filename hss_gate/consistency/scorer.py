@@ -90,12 +90,11 @@ class FactualityScorer:
         )
         zs = summac_zs(matrix)
         cos = self._encode(sentences) @ self._encode(doc_sentences).T
-        if self.checker is not None:
-            zs_or_checker = self.checker.check([(document, summary)])[0].consistency
-        else:
-            zs_or_checker = zs
+        consistency = (
+            zs if self.checker is None else self.checker.check([(document, summary)])[0].consistency
+        )
         row |= {
-            "consistency": float(np.clip(zs_or_checker, 0.0, 1.0)),
+            "consistency": float(np.clip(consistency, 0.0, 1.0)),
             "summac_zs": zs,
             "summac_conv": self.conv.score(matrix) if self.conv is not None else math.nan,
             "factcc": float(self.factcc.scores([document] * len(sentences), sentences).mean()),
