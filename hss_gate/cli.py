@@ -57,6 +57,11 @@ def _say(line: str) -> None:
     console.print(line, highlight=False)
 
 
+def _wide(line: str) -> None:
+    """A line that is not wrapped (it may be long: a fingerprint, a count summary)."""
+    console.print(line, highlight=False, soft_wrap=True)
+
+
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     """Turn HssError into a one-line message and exit 2; other errors too, unless HSS_DEBUG."""
 
@@ -483,10 +488,10 @@ def systems(
     )
     settings = _settings(params)
     with progress_reporter(console) as progress:
-        result = run_systems(request, settings, cache_dir=cache_dir, progress=progress, say=_say)
-    out_console.print("\n".join(agreement_lines(result.agreement)), highlight=False)
+        result = run_systems(request, settings, cache_dir=cache_dir, progress=progress, say=_wide)
+    out_console.print("\n".join(agreement_lines(result.agreement)), highlight=False, soft_wrap=True)
     for key in ("decision", "single"):
-        _say(summary_line(result.agreement, key))
+        _wide(summary_line(result.agreement, key))
     _say(f"wrote {out}/systems.md and systems.json ({result.meta['seconds_total']:.0f} s)")
 
 
