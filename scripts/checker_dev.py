@@ -490,6 +490,7 @@ def main() -> int:
     b = sub.add_parser("sbert")
     b.add_argument("--threads", type=int, default=1)
     b.add_argument("--lower", action="store_true")
+    b.add_argument("--sets", default="frank,qags,factcc,summeval", help="comma-separated")
     e = sub.add_parser("eval")
     e.add_argument("--max-features", type=int, default=3)
     e.add_argument("--top", type=int, default=15)
@@ -524,7 +525,7 @@ def cmd_sbert(args) -> int:
     checker = load_checker("sbert", "", None, encode, embedder.fingerprint)
     sets = load_sets()
     for lower in (False, True) if args.lower else (False,):
-        for name in ("frank", "qags", "factcc", "summeval"):
+        for name in args.sets.split(","):
             pairs = sets[name]
             t = time.time()
             todo = [
