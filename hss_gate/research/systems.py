@@ -328,9 +328,9 @@ def evaluate_pairs(
             "single_failed_checks": last["failed_checks"],
         }
         for margin in share_margins:
-            decision, diff, low, high = share_call(cand, prod, margin, confidence)
-            row[f"share_{margin:g}"] = decision
-            row["low_share"] = {"difference": diff, "ci": [low, high]}
+            row[f"share_{margin:g}"] = share_call(cand, prod, margin, confidence)[0]
+        _, diff, low, high = share_call(cand, prod, SHARE_MARGIN, confidence)
+        row["low_share"] = {"difference": diff, "ci": [low, high]}
         out.append(row)
         if advance is not None:
             advance(1)
