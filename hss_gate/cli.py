@@ -57,6 +57,11 @@ def _say(line: str) -> None:
     console.print(line, highlight=False)
 
 
+def _wide(line: str) -> None:
+    """A line that is not wrapped (it may be long: a fingerprint, a count summary)."""
+    console.print(line, highlight=False, soft_wrap=True)
+
+
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     """Turn HssError into a one-line message and exit 2; other errors too, unless HSS_DEBUG."""
 
@@ -474,6 +479,69 @@ def bench(
     result = run_bench(plan_for(quick, model, documents, quickstart), params, out_dir, say=_say)
     _say(markdown(result))
     console.print(f"wrote {out_dir}/bench.json, bench.md and figures/")
+
+
+@app.command()
+@guarded
+def systems(
+    summaries: Annotated[
+        Path, typer.Option(help="JSONL: doc_id, system, summary and the human label")
+    ],
+    documents: Annotated[Path, typer.Option(help="JSONL: doc_id, document")],
+    checker: Annotated[
+        str | None, typer.Option(help="sbert, invented, invented-sbert (default consistency.model)")
+    ] = None,
+    weights: Annotated[
+        Path | None, typer.Option(help="invented kinds: this weights JSON, not the shipped one")
+    ] = None,
+    threshold: Annotated[float | None, typer.Option(help="default: the checker's")] = None,
+    consistency_margin: Annotated[
+        float | None, typer.Option(help="default: the weights', else gate.consistency_margin")
+    ] = None,
+    max_low_share: Annotated[
+        float | None,
+        typer.Option(help="default: the weights', else gate.max_low_consistency_share"),
+    ] = None,
+    label: Annotated[str, typer.Option(help="the human label: 1 = no factual error")] = "factual",
+    entities: Annotated[
+        bool, typer.Option(help="tag entities/numbers (spaCy) for the unsupported share")
+    ] = True,
+    cache_dir: Annotated[str | None, typer.Option(help="default: run.cache_dir")] = None,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("outputs/systems"),
+    params: ParamsOpt = DEFAULT_PARAMS,
+) -> None:
+    """System level: for every ordered pair of systems, the humans' paired difference in the
+    share of summaries judged factual (95% CI) beside the gate's decision (sequential and
+    single-look) and the share rule's; OUT/systems.md and systems.json."""
+    from hss_gate.research.systems_run import (
+        SystemsRequest,
+        agreement_lines,
+        run_systems,
+        summary_line,
+    )
+
+    for name, path in (("--summaries", summaries), ("--documents", documents)):
+        if not path.is_file():
+            raise InputError(f"{name} {path}: no such file")
+    request = SystemsRequest(
+        summaries=summaries,
+        documents=documents,
+        out=out,
+        checker=checker,
+        weights=weights,
+        threshold=threshold,
+        consistency_margin=consistency_margin,
+        max_low_share=max_low_share,
+        label=label,
+        entities=entities,
+    )
+    settings = _settings(params)
+    with progress_reporter(console) as progress:
+        result = run_systems(request, settings, cache_dir=cache_dir, progress=progress, say=_wide)
+    out_console.print("\n".join(agreement_lines(result.agreement)), highlight=False, soft_wrap=True)
+    for key in ("decision", "single"):
+        _wide(summary_line(result.agreement, key))
+    _say(f"wrote {out}/systems.md and systems.json ({result.meta['seconds_total']:.0f} s)")
 
 
 @models_app.command("list")

@@ -5,6 +5,17 @@ its CI, and what the gate decided.
 The human signal is `factual` (1 when annotators found no factual error in the summary); a
 candidate is significantly worse when the paired 95% CI of its difference lies entirely below
 zero (the gate must block), significantly better when it lies entirely above (it must promote).
+
+The gate's side runs the gate's own rule on per-document rows built from the checker's verdicts
+(`document_rows`): `gate_call` drives hss_gate.gate.compare and look_verdict look by look
+(hss_gate.sequential: the stratified order, the look sizes, the Bonferroni-spent level), as
+`hss gate` does, or in one look (`hss gate --full`). Off the reference corpus the absolute facts
+bounds follow production (hss_gate.gate.facts_bounds_relative_to), as in the gate. What is not
+there: HSS (no perturbations; HSS does not block by default) and the form, data and
+not-summarizing checks; the facts checks' `mean` tests are evaluated here, not by Great
+Expectations. `share_call` is the alternative rule: a paired t-test on the per-document
+low-consistency indicator (the share of summaries the checker finds unsupported), with a margin.
+The run (checker, cache, files) is in systems_run.py.
 """
 
 from __future__ import annotations
@@ -13,14 +24,26 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from hss_gate.errors import InputError
+from hss_gate.gate import compare, facts_bounds_relative_to, look_verdict
+from hss_gate.gate_checks import severity_checks
 from hss_gate.jsonl import read_jsonl
+from hss_gate.sequential import look_confidence, look_record, look_sizes, stratified_order
+from hss_gate.settings import GateSettings
+from hss_gate.severity import paired_t_ci
 
 HUMAN_LEVEL = 0.95
+CATEGORY = "all"  # a file of system summaries has no categories: one (look_sizes: 5 equal looks)
+SHARE_MARGINS = (0.0, 0.02, 0.05)
+"""The alternative rule's margins: it blocks when the candidate's share of summaries the checker
+finds unsupported rises significantly beyond the margin. 0.02 (the unsupported-entity margin) is
+the one compared; the others show how much the margin matters."""
+SHARE_MARGIN = 0.02
 
 
 @dataclass(frozen=True)
@@ -61,6 +84,32 @@ def read_judgements(path: str | Path, label: str = "factual") -> dict[str, dict[
     return out
 
 
+def read_documents(path: str | Path) -> dict[str, str]:
+    """doc_id -> document text, from a documents file (doc_id, document)."""
+    out: dict[str, str] = {}
+    for number, record in read_jsonl(path):
+        text = record.get("document", record.get("text"))
+        if "doc_id" not in record or not isinstance(text, str):
+            raise InputError(f"{path}:{number}: needs 'doc_id' and 'document' (a string)")
+        out[str(record["doc_id"])] = text
+    if not out:
+        raise InputError(f"{path}: no documents")
+    return out
+
+
+def read_summaries(path: str | Path) -> dict[str, dict[str, str]]:
+    """system -> doc_id -> summary text, from a summaries file with a `system` field."""
+    out: dict[str, dict[str, str]] = {}
+    for number, record in read_jsonl(path):
+        summary = record.get("summary")
+        if "system" not in record or "doc_id" not in record or not isinstance(summary, str):
+            raise InputError(f"{path}:{number}: needs 'doc_id', 'system' and 'summary' (a string)")
+        out.setdefault(str(record["system"]), {})[str(record["doc_id"])] = summary
+    if len(out) < 2:
+        raise InputError(f"{path}: needs summaries of at least two systems, found {len(out)}")
+    return out
+
+
 def paired_t(a: Sequence[float], b: Sequence[float], level: float) -> tuple[float, float, float]:
     """Mean of a - b with its paired Student-t CI."""
     diff = np.asarray(a, float) - np.asarray(b, float)
@@ -98,16 +147,191 @@ def human_differences(
     return out
 
 
-def agreement(rows: Sequence[Mapping[str, object]]) -> dict[str, int]:
-    """Counts of the agreement table: must-block / must-promote pairs the gate got right."""
+def agreement(rows: Sequence[Mapping[str, object]], key: str = "decision") -> dict[str, int]:
+    """Counts of the agreement table for the decisions under `key`: must-block pairs blocked,
+    must-promote pairs promoted, and what the rule did with the rest; `right` and `wrong` count
+    the pairs humans settled (a worse pair promoted or a better pair blocked is wrong)."""
     worse = [r for r in rows if r["human"] == "worse"]
     better = [r for r in rows if r["human"] == "better"]
     neither = [r for r in rows if r["human"] == "neither"]
-    return {
+    counts = {
         "worse": len(worse),
-        "worse_blocked": sum(r["decision"] == "block" for r in worse),
+        "worse_blocked": sum(r[key] == "block" for r in worse),
         "better": len(better),
-        "better_promoted": sum(r["decision"] == "promote" for r in better),
+        "better_promoted": sum(r[key] == "promote" for r in better),
         "neither": len(neither),
-        "neither_blocked": sum(r["decision"] == "block" for r in neither),
+        "neither_blocked": sum(r[key] == "block" for r in neither),
+        "neither_promoted": sum(r[key] == "promote" for r in neither),
     }
+    counts["right"] = counts["worse_blocked"] + counts["better_promoted"]
+    counts["wrong"] = counts["worse"] + counts["better"] - counts["right"]
+    return counts
+
+
+def document_row(doc_id: str, consistency: float, threshold: float, unsupported: float) -> dict:
+    """One summary as the gate's documents table has it, for the signals that decide: the
+    checker's consistency, whether it is below the threshold, and the share of unsupported
+    entities/numbers. HSS is not measured here (no perturbations): it is 0 for every system."""
+    return {
+        "doc_id": doc_id,
+        "category": CATEGORY,
+        "hss": 0.0,
+        "base_consistency": float(consistency),
+        "base_low_consistency": float(consistency < threshold),
+        "base_unsupported_share": float(unsupported),
+    }
+
+
+def facts_checks(rows: Sequence[Mapping[str, Any]], gate: GateSettings) -> list[dict[str, Any]]:
+    """The gate's absolute facts checks (hss_gate.gate_checks.severity_checks, kind `facts`:
+    `mean` tests) on these rows, as check results the gate reads."""
+    out = []
+    for check in severity_checks(gate):
+        if check.kind != "facts" or check.test != "mean" or check.column is None:
+            continue
+        observed = float(np.mean([float(r[check.column]) for r in rows]))
+        low = -np.inf if check.low is None else check.low
+        high = np.inf if check.high is None else check.high
+        out.append(
+            {
+                "table": check.table,
+                "kind": check.kind,
+                "name": check.name,
+                "code": check.code,
+                "description": check.description,
+                "blocking": check.blocking,
+                "success": bool(low <= observed <= high),
+                "observed": observed,
+            }
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class GateCall:
+    """What the gate decided on one pair: block or promote, on how many documents, and each
+    look as decision.json keeps it (with the facts checks that failed)."""
+
+    decision: str
+    documents: int
+    looks: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision": self.decision, "documents": self.documents, "looks": list(self.looks)}
+
+
+def paired_documents(
+    candidate: Sequence[Mapping[str, Any]], production: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """Both systems' rows on the documents both summarized, in the gate's fixed stratified
+    order (by doc_id within a category)."""
+    prod = {str(r["doc_id"]): r for r in production}
+    shared = sorted((r for r in candidate if str(r["doc_id"]) in prod), key=lambda r: r["doc_id"])
+    if not shared:
+        raise InputError("the two systems share no document")
+    order = stratified_order(shared, lambda r: r["category"])
+    return order, [prod[str(r["doc_id"])] for r in order]
+
+
+def gate_call(
+    candidate: Sequence[Mapping[str, Any]],
+    production: Sequence[Mapping[str, Any]],
+    gate: GateSettings,
+    *,
+    confidence: float = HUMAN_LEVEL,
+    sequential: bool = True,
+    relative: bool = True,
+    resamples: int = 200,
+    seed: int = 0,
+) -> GateCall:
+    """The gate's decision on the candidate's rows against production's (paired by doc_id):
+    look by look as `hss gate` does (`sequential`), or in one look as `hss gate --full`.
+    `relative`: the absolute facts bounds follow production's own values (off the reference
+    corpus, as the gate does). The bootstrap (`resamples`) only serves the signals that do not
+    decide (the deciding ones get a paired Student-t CI)."""
+    cand, prod = paired_documents(candidate, production)
+    plan = look_sizes(len(cand), len({r["category"] for r in cand}), full=not sequential)
+    level = look_confidence(confidence, len(plan))
+    looks: list[dict[str, Any]] = []
+    verdict, n = "continue", 0
+    for i, n in enumerate(plan):
+        comparison = compare(cand[:n], prod[:n], resamples=resamples, confidence=level, seed=seed)
+        at = facts_bounds_relative_to(gate, prod[:n])[0] if relative else gate
+        checks = facts_checks(cand[:n], at)
+        verdict = look_verdict(comparison, checks, at, last=i == len(plan) - 1)
+        record = look_record(n, level, comparison["signals"], verdict)
+        record["failed_checks"] = [c["code"] for c in checks if not c["success"]]
+        looks.append(record)
+        if verdict != "continue":
+            break
+    return GateCall(verdict, n, tuple(looks))
+
+
+def share_call(
+    candidate: Sequence[Mapping[str, Any]],
+    production: Sequence[Mapping[str, Any]],
+    margin: float = SHARE_MARGIN,
+    confidence: float = HUMAN_LEVEL,
+) -> tuple[str, float, float, float]:
+    """The alternative rule in one look: block when the candidate's share of summaries the
+    checker finds unsupported rises beyond `margin` with confidence (paired Student-t CI of the
+    per-document low-consistency indicator); returns (decision, difference, CI low, CI high)."""
+    cand, prod = paired_documents(candidate, production)
+    diff, low, high = paired_t_ci(
+        [float(r["base_low_consistency"]) for r in cand],
+        [float(r["base_low_consistency"]) for r in prod],
+        level=confidence,
+    )
+    return ("block" if low > margin else "promote"), diff, low, high
+
+
+def evaluate_pairs(
+    rows: Mapping[str, Sequence[Mapping[str, Any]]],
+    judgements: Mapping[str, Mapping[str, float]],
+    gate: GateSettings,
+    *,
+    confidence: float = 0.95,
+    human_level: float = HUMAN_LEVEL,
+    relative: bool = True,
+    share_margins: Sequence[float] = SHARE_MARGINS,
+    advance: Any = None,
+) -> list[dict[str, Any]]:
+    """Every ordered (candidate, production) pair: the humans' paired difference in `factual`
+    with its CI (at `human_level`) and what the decision must be, the checker's paired
+    differences, and the decisions of the gate (sequential and single-look, overall
+    `confidence`: the gate's score.confidence) and of the alternative share rule."""
+    out = []
+    known = {s: judgements[s] for s in rows if s in judgements}
+    for human in human_differences(known, human_level):
+        cand, prod = rows[human.candidate], rows[human.production]
+        sequential = gate_call(cand, prod, gate, confidence=confidence, relative=relative)
+        single = gate_call(
+            cand, prod, gate, confidence=confidence, sequential=False, relative=relative
+        )
+        last = single.looks[-1]
+        row: dict[str, Any] = {
+            "candidate": human.candidate,
+            "production": human.production,
+            "documents": human.documents,
+            "human_candidate": human.candidate_share,
+            "human_production": human.production_share,
+            "human_difference": human.difference,
+            "human_ci": [human.ci_low, human.ci_high],
+            "human": human.verdict,
+            "expected": human.expected,
+            "consistency": last.get("consistency"),
+            "unsupported": last.get("unsupported"),
+            "decision": sequential.decision,
+            "documents_used": sequential.documents,
+            "single": single.decision,
+            "sequential_looks": list(sequential.looks),
+            "single_failed_checks": last["failed_checks"],
+        }
+        for margin in share_margins:
+            row[f"share_{margin:g}"] = share_call(cand, prod, margin, confidence)[0]
+        _, diff, low, high = share_call(cand, prod, SHARE_MARGIN, confidence)
+        row["low_share"] = {"difference": diff, "ci": [low, high]}
+        out.append(row)
+        if advance is not None:
+            advance(1)
+    return out

@@ -2,8 +2,8 @@
 
 - Every module has one floor, declared once in ARCHITECTURE.md's concept table (read here), and
   imports only from its own floor or lower ones, lazy imports inside functions included.
-- Only the CLI's `experiment` and `bench` commands import the research wing (hss_gate/research/):
-  nothing on the gate, monitor or baseline path does, lazily or not.
+- Only the CLI's `experiment`, `bench` and `systems` commands import the research wing
+  (hss_gate/research/): nothing on the gate, monitor or baseline path does, lazily or not.
 - The workflows do not know about Prefect; the flows add it.
 - The pure core imports no orchestration, validation, drift or file-writing library.
 """
@@ -100,9 +100,9 @@ def test_nothing_outside_the_research_wing_and_the_cli_imports_it():
     assert offenders == []
 
 
-def test_only_the_experiment_and_bench_commands_import_the_research_wing():
+def test_only_the_research_commands_import_the_research_wing():
     users = {owner for owner, module in _imports(PACKAGE / "cli.py") if _is_research(module)}
-    assert users == {"experiment", "bench"}
+    assert users == {"experiment", "bench", "systems"}
 
 
 def test_the_checker_is_not_research():

@@ -1,0 +1,310 @@
+"""`hss systems`: the system-level evaluation run (research/systems.py has the rule's side).
+
+Reads a documents file and a file of several systems' human-judged summaries (frank_cnndm's
+form), checks every summary with the chosen checker (verdicts cached by content and the
+checker's fingerprint, hss_gate.pipeline.verdicts_cached, so a rerun is cheap), tags its
+entities/numbers (cached too), then for every ordered pair of systems compares the humans'
+paired difference with the gate's decision. Writes OUT/systems.md and OUT/systems.json.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hss_gate.cache import Cache
+from hss_gate.errors import InputError
+from hss_gate.io import write_json_atomic, write_text_atomic
+from hss_gate.pipeline import mentions_cached, verdicts_cached
+from hss_gate.progress import Progress, no_progress
+from hss_gate.research.systems import (
+    HUMAN_LEVEL,
+    SHARE_MARGIN,
+    SHARE_MARGINS,
+    agreement,
+    document_row,
+    evaluate_pairs,
+    read_documents,
+    read_judgements,
+    read_summaries,
+)
+from hss_gate.settings import GateSettings, HssSettings
+from hss_gate.signals import unsupported_share
+
+BATCH = 25  # summaries checked between progress updates (and cache writes)
+INVENTED = ("invented", "invented-sbert")
+
+
+@dataclass(kw_only=True)
+class SystemsRequest:
+    """What to evaluate, with which checker, and where the tables go."""
+
+    summaries: Path
+    documents: Path
+    out: Path
+    checker: str | None = None  # default: consistency.model
+    weights: Path | None = None  # invented kinds: a weights JSON instead of the shipped one
+    threshold: float | None = None  # default: the checker's own
+    consistency_margin: float | None = None  # default: the weights' margin, else gate's
+    max_low_share: float | None = None  # default: the weights' max_low_share, else gate's
+    label: str = "factual"
+    entities: bool = True  # tag entities/numbers with spaCy (else their share is 0)
+
+
+@dataclass
+class SystemsResult:
+    """The pairs, the agreement counts per rule, and what was run."""
+
+    rows: list[dict[str, Any]]
+    agreement: dict[str, dict[str, int]]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def build_checker(
+    settings: HssSettings, request: SystemsRequest, cache: Cache
+) -> tuple[Any, GateSettings]:
+    """The checker (the real one, built as hss_gate.toolkit.LazyChecker does, or an invented
+    kind with `request.weights`) and the gate settings it decides with: its consistency margin
+    and bound on the share it finds unsupported come from the request, else the weights (which
+    state them in their score's units), else the settings."""
+    from hss_gate.consistency.checker import CHECKERS, load_checker
+    from hss_gate.consistency.model import cached_encoder
+    from hss_gate.embedding import SbertEmbedder
+
+    kind = request.checker or settings.consistency.model
+    if kind not in CHECKERS:
+        raise InputError(f"--checker: unknown '{kind}'; choose from {', '.join(CHECKERS)}")
+    embedder = SbertEmbedder(settings.score.embedder)
+    encode = cached_encoder(embedder, cache)
+    if request.weights is None:
+        checker = load_checker(
+            kind, settings.consistency.weights_dir, request.threshold, encode, embedder.fingerprint
+        )
+    elif kind not in INVENTED:
+        raise InputError(f"--weights is for the checkers {', '.join(INVENTED)}, not '{kind}'")
+    else:
+        checker = _invented(kind, request, encode, embedder.fingerprint)
+    return checker, gate_for(settings.gate, checker, request)
+
+
+def _invented(kind: str, request: SystemsRequest, encode: Any, embedder: str) -> Any:
+    from hss_gate.consistency.checker import load_checker
+    from hss_gate.consistency.invented import load_invented_checker
+
+    path = request.weights
+    assert path is not None
+    if not path.is_file():
+        raise InputError(f"--weights {path}: no such file")
+    sbert = load_checker("sbert", "", None, encode, embedder) if kind == "invented-sbert" else None
+    try:
+        return load_invented_checker(path, request.threshold, sbert=sbert)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"--weights {path}: not usable invented weights ({exc})") from exc
+
+
+def gate_for(gate: GateSettings, checker: Any, request: SystemsRequest) -> GateSettings:
+    """The gate settings for this checker (see build_checker)."""
+    weights = getattr(checker, "weights", None)
+    margin = request.consistency_margin
+    if margin is None and weights is not None:
+        margin = weights.margin
+    share = request.max_low_share
+    if share is None and weights is not None:
+        share = weights.max_low_share
+    update = {"consistency_margin": margin, "max_low_consistency_share": share}
+    return gate.model_copy(update={k: v for k, v in update.items() if v is not None})
+
+
+def measure(
+    documents: Mapping[str, str],
+    summaries: Mapping[str, Mapping[str, str]],
+    checker: Any,
+    tagger: Any,
+    cache: Cache,
+    progress: Progress = no_progress,
+) -> dict[str, list[dict[str, Any]]]:
+    """system -> the gate's document rows of its summaries: each checked against its document
+    (cached verdicts), its entities/numbers tagged (cached; without a tagger their share is 0)."""
+    missing = sorted({d for s in summaries.values() for d in s if d not in documents})
+    if missing:
+        raise InputError(f"summaries of documents the documents file lacks: {missing[:5]}")
+    items = [(s, d) for s in sorted(summaries) for d in sorted(summaries[s])]
+    pairs = [(documents[d], summaries[s][d]) for s, d in items]
+    advance = progress("check", len(pairs), 0)
+    verdicts = []
+    for start in range(0, len(pairs), BATCH):
+        chunk = pairs[start : start + BATCH]
+        verdicts += verdicts_cached(chunk, checker, cache)
+        advance(len(chunk))
+    shares = [0.0] * len(pairs)
+    if tagger is not None:
+        advance = progress("entities", len(pairs), 0)
+        mentions = []
+        for start in range(0, len(pairs), BATCH * 4):
+            chunk = [summary for _, summary in pairs[start : start + BATCH * 4]]
+            mentions += mentions_cached(chunk, tagger, cache)
+            advance(len(chunk))
+        shares = [unsupported_share(m, doc) for m, (doc, _) in zip(mentions, pairs, strict=True)]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for (system, doc_id), verdict, share in zip(items, verdicts, shares, strict=True):
+        row = document_row(doc_id, verdict.consistency, checker.threshold, share)
+        rows.setdefault(system, []).append(row)
+    return rows
+
+
+RULES = {
+    "decision": "gate, sequential (as `hss gate`)",
+    "single": "gate, single look (`hss gate --full`)",
+    **{f"share_{m:g}": f"share rule alone, margin {m:g}" for m in SHARE_MARGINS},
+}
+"""The decisions compared with the humans', by the key they have in a row."""
+
+
+def run_systems(
+    request: SystemsRequest,
+    settings: HssSettings,
+    *,
+    checker: Any = None,
+    gate: GateSettings | None = None,
+    tagger: Any = None,
+    cache_dir: str | None = None,
+    progress: Progress = no_progress,
+    say: Callable[[str], None] = lambda line: None,
+) -> SystemsResult:
+    """Read, check, decide every ordered pair and write OUT/systems.md and systems.json.
+    `checker` (with `gate`) and `tagger` replace the real ones (tests); `cache_dir`: default
+    run.cache_dir."""
+    started = time.monotonic()
+    documents = read_documents(request.documents)
+    summaries = read_summaries(request.summaries)
+    judgements = read_judgements(request.summaries, request.label)
+    cache = Cache(cache_dir or settings.run.cache_dir)
+    try:
+        if checker is None:
+            checker, gate = build_checker(settings, request, cache)
+            if request.entities and tagger is None:
+                from hss_gate.language import SpacyTagger
+
+                tagger = SpacyTagger()
+        gate = gate or settings.gate
+        say(f"checker {checker.fingerprint}; threshold {checker.threshold:g}")
+        rows = measure(documents, summaries, checker, tagger, cache, progress)
+    finally:
+        cache.close()
+    measured = time.monotonic() - started
+    n_pairs = len(rows) * (len(rows) - 1)
+    advance = progress("pairs", n_pairs, 0)
+    pairs = evaluate_pairs(
+        rows, judgements, gate, confidence=settings.score.confidence, advance=advance
+    )
+    result = SystemsResult(
+        pairs,
+        {key: agreement(pairs, key) for key in RULES},
+        {
+            "summaries": str(request.summaries),
+            "documents": str(request.documents),
+            "label": request.label,
+            "systems": sorted(rows),
+            "documents_per_system": {s: len(r) for s, r in rows.items()},
+            "checker": checker.fingerprint,
+            "threshold": checker.threshold,
+            "weights": str(request.weights) if request.weights else None,
+            "consistency_margin": gate.consistency_margin,
+            "max_low_consistency_share": gate.max_low_consistency_share,
+            "unsupported_margin": gate.unsupported_margin,
+            "confidence": settings.score.confidence,
+            "human_level": HUMAN_LEVEL,
+            "entities": tagger is not None,
+            "share_means": {
+                s: sum(r["base_low_consistency"] for r in rs) / len(rs) for s, rs in rows.items()
+            },
+            "seconds_measure": round(measured, 1),
+            "seconds_total": round(time.monotonic() - started, 1),
+        },
+    )
+    request.out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(request.out / "systems.json", _jsonable(result))
+    write_text_atomic(request.out / "systems.md", markdown(result))
+    return result
+
+
+def _jsonable(result: SystemsResult) -> dict[str, Any]:
+    return json.loads(
+        json.dumps(
+            {"meta": result.meta, "agreement": result.agreement, "pairs": result.rows},
+            default=float,
+        )
+    )
+
+
+def _ci(value: Mapping[str, Any] | None, digits: int = 3) -> str:
+    if not value:
+        return "-"
+    low, high = value["ci"]
+    return f"{value['difference']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def agreement_lines(counts: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """The agreement table (markdown), one row per rule."""
+    lines = [
+        "| rule | must block: blocked | must promote: promoted | neither: blocked / promoted "
+        "| right of the settled pairs |",
+        "|---|---|---|---|---|",
+    ]
+    for key, label in RULES.items():
+        c = counts[key]
+        lines.append(
+            f"| {label} | {c['worse_blocked']}/{c['worse']} | {c['better_promoted']}/{c['better']} "
+            f"| {c['neither_blocked']} / {c['neither_promoted']} of {c['neither']} "
+            f"| {c['right']}/{c['worse'] + c['better']} |"
+        )
+    return lines
+
+
+def summary_line(counts: Mapping[str, Mapping[str, int]], key: str = "decision") -> str:
+    """One line: the agreement counts of one rule."""
+    c = counts[key]
+    return (
+        f"{RULES[key]}: must-block blocked {c['worse_blocked']}/{c['worse']}, must-promote "
+        f"promoted {c['better_promoted']}/{c['better']}, neither: blocked {c['neither_blocked']}"
+        f", promoted {c['neither_promoted']} of {c['neither']}"
+    )
+
+
+def markdown(result: SystemsResult) -> str:
+    """systems.md: what was run, the agreement table and every pair."""
+    m = result.meta
+    lines = [
+        "# System level: the gate against human judgements",
+        "",
+        f"Summaries {m['summaries']} (human label `{m['label']}`), documents {m['documents']}; "
+        f"checker `{m['checker']}` (threshold {m['threshold']:g}"
+        + (f", weights {m['weights']}" if m["weights"] else "")
+        + f"); consistency margin {m['consistency_margin']:g}, max low-consistency share "
+        f"{m['max_low_consistency_share']:g} (relative to production off the reference corpus), "
+        f"unsupported margin {m['unsupported_margin']:g}; gate confidence {m['confidence']:g}; "
+        f"human CI {m['human_level']:.0%} paired t; entities tagged: "
+        f"{'yes' if m['entities'] else 'no'}. {m['seconds_total']:.0f} s "
+        f"({m['seconds_measure']:.0f} s reading and checking).",
+        "",
+        *agreement_lines(result.agreement),
+        "",
+        "| candidate vs production | human factual share | human diff [95% CI] | must | "
+        "consistency diff [CI], one look | share unsupported diff [CI] | gate, sequential "
+        "(documents) | gate, single look | share rule +0.02 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result.rows:
+        low, high = r["human_ci"]
+        lines.append(
+            f"| {r['candidate']} vs {r['production']} | {r['human_candidate']:.2f} vs "
+            f"{r['human_production']:.2f} | {r['human_difference']:+.3f} [{low:+.3f}, {high:+.3f}]"
+            f" | {r['expected']} | {_ci(r['consistency'])} | {_ci(r['low_share'])} | "
+            f"{r['decision']} ({r['documents_used']}) | {r['single']} | "
+            f"{r[f'share_{SHARE_MARGIN:g}']} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,284 @@
+"""System level (research/systems.py, systems_run.py, `hss systems`): the humans' pairing and CI,
+what each human verdict requires, the gate's real rule on per-document rows, the share rule, and
+the run on tiny synthetic files with a fake checker (no models)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from hss_gate.consistency.verdict import Verdict
+from hss_gate.research.systems import (
+    HumanDifference,
+    agreement,
+    document_row,
+    gate_call,
+    human_differences,
+    paired_t,
+    read_judgements,
+    share_call,
+)
+from hss_gate.research.systems_run import SystemsRequest, gate_for, run_systems
+from hss_gate.settings import GateSettings, HssSettings
+
+pytestmark = pytest.mark.unit
+
+FRANK = Path("/work/shared/data/external/frank_cnndm")
+
+
+def test_the_human_difference_is_paired_over_documents():
+    """B is factual wherever A is, plus 10 more of 100 documents: paired, B is significantly
+    better (an unpaired test of 0.50 against 0.60 would not be); the CI is Student-t's."""
+    a = {f"d{i:03d}": float(i < 50) for i in range(100)}
+    b = {f"d{i:03d}": float(i < 60) for i in range(100)}
+    diffs = {(d.candidate, d.production): d for d in human_differences({"A": a, "B": b})}
+    better, worse = diffs[("B", "A")], diffs[("A", "B")]
+    diff = np.array([b[k] - a[k] for k in sorted(a)])
+    half = stats.t.ppf(0.975, 99) * diff.std(ddof=1) / np.sqrt(100)
+    assert better.difference == pytest.approx(0.10)
+    assert (better.ci_low, better.ci_high) == pytest.approx((0.10 - half, 0.10 + half))
+    assert better.ci_low > 0 and better.verdict == "better" and better.expected == "promote"
+    assert worse.verdict == "worse" and worse.expected == "block"
+    assert stats.ttest_ind(list(b.values()), list(a.values())).pvalue > 0.05  # unpaired: n.s.
+
+
+def test_pairing_is_by_doc_id_not_by_file_order(tmp_path):
+    """The same labels listed in another order: every paired difference is exactly zero."""
+    lines = [{"doc_id": f"d{i}", "system": "A", "factual": i % 3 == 0} for i in range(30)]
+    lines += [{"doc_id": f"d{i}", "system": "B", "factual": i % 3 == 0} for i in range(29, -1, -1)]
+    lines.append({"doc_id": "extra", "system": "B", "factual": 1})  # only B: not paired
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (d, _) = human_differences(read_judgements(path))
+    assert d.documents == 30
+    assert (d.difference, d.ci_low, d.ci_high) == (0.0, 0.0, 0.0)
+    assert d.verdict == "neither" and d.expected == "either"
+
+
+def test_a_ci_touching_zero_is_neither():
+    assert HumanDifference("a", "b", 9, 0.5, 0.4, 0.1, 0.0, 0.2).verdict == "neither"
+    assert HumanDifference("a", "b", 9, 0.5, 0.4, 0.1, -1e-9, 0.2).verdict == "neither"
+    assert HumanDifference("a", "b", 9, 0.3, 0.4, -0.1, -0.2, -1e-9).verdict == "worse"
+    assert paired_t([1.0], [0.0], 0.95) == (1.0, 1.0, 1.0)
+
+
+def test_agreement_counts_every_cell():
+    rows = [
+        {"human": "worse", "decision": "block"},
+        {"human": "worse", "decision": "promote"},
+        {"human": "better", "decision": "promote"},
+        {"human": "better", "decision": "block"},
+        {"human": "neither", "decision": "block"},
+        {"human": "neither", "decision": "promote"},
+        {"human": "neither", "decision": "promote"},
+    ]
+    counts = agreement(rows)
+    assert counts == {
+        "worse": 2,
+        "worse_blocked": 1,
+        "better": 2,
+        "better_promoted": 1,
+        "neither": 3,
+        "neither_blocked": 1,
+        "neither_promoted": 2,
+        "right": 2,
+        "wrong": 2,
+    }
+    assert agreement([r | {"other": "block"} for r in rows], "other")["worse_blocked"] == 2
+
+
+def _rows(consistency, threshold=0.5, unsupported=None):
+    unsupported = unsupported if unsupported is not None else [0.0] * len(consistency)
+    return [
+        document_row(f"d{i:03d}", c, threshold, u)
+        for i, (c, u) in enumerate(zip(consistency, unsupported, strict=True))
+    ]
+
+
+def test_the_gate_blocks_a_clear_fall_early_and_promotes_an_equal_system():
+    rng = np.random.default_rng(0)
+    prod = rng.uniform(0.6, 1.0, 100)
+    worse = np.clip(prod - 0.3 + rng.normal(0, 0.05, 100), 0, 1)
+    gate = GateSettings()
+    blocked = gate_call(_rows(worse), _rows(prod), gate)
+    assert blocked.decision == "block" and blocked.documents == 20  # the first of 5 looks
+    assert blocked.looks[0]["consistency"]["ci"][1] < -gate.consistency_margin
+    same = gate_call(_rows(prod), _rows(prod), gate)
+    assert same.decision == "promote" and same.documents == 20  # clearly not worse at once
+    single = gate_call(_rows(worse), _rows(prod), gate, sequential=False)
+    assert single.decision == "block" and single.documents == 100 and len(single.looks) == 1
+    # the look's level is Bonferroni-spent: 1 - 0.05 / 5
+    assert blocked.looks[0]["confidence"] == pytest.approx(0.99)
+    assert single.looks[0]["confidence"] == pytest.approx(0.95)
+
+
+def test_the_gate_pairs_rows_by_doc_id_not_by_their_order():
+    """Production's rows in reverse order: paired by doc_id the systems are identical (promote
+    at the first look); paired by position the first look would compare 0.2-0.36 with 0.84-1."""
+    prod = _rows(np.linspace(0.2, 1.0, 100))
+    call = gate_call(prod, list(reversed(prod)), GateSettings())
+    assert call.decision == "promote" and call.documents == 20
+    assert call.looks[0]["consistency"]["difference"] == 0.0
+
+
+def test_a_small_fall_within_the_margin_is_promoted():
+    rng = np.random.default_rng(1)
+    prod = rng.uniform(0.6, 1.0, 200)
+    cand = prod - 0.01  # significant, but within the 0.03 margin
+    assert gate_call(_rows(cand), _rows(prod), GateSettings()).decision == "promote"
+    assert gate_call(_rows(cand), _rows(prod), GateSettings(consistency_margin=0.0)).decision == (
+        "block"
+    )
+
+
+def test_unsupported_entities_decide_too():
+    prod = [0.9] * 60
+    gate = GateSettings()
+    call = gate_call(_rows(prod, unsupported=[0.5] * 60), _rows(prod), gate)
+    assert call.decision == "block"  # unsupported share +0.5, beyond its margin 0.02
+
+
+def test_the_absolute_share_bound_follows_production_off_the_reference_corpus():
+    """Production already has 60% of its summaries below the threshold: the absolute bound 0.5
+    would block the candidate (also 60%) at the last look; relative to production it does not."""
+    cons = [0.2] * 36 + [0.9] * 24
+    rows = _rows(cons)
+    gate = GateSettings(max_low_consistency_share=0.5)
+    absolute = gate_call(rows, rows, gate, relative=False, sequential=False)
+    assert absolute.decision == "block"
+    assert absolute.looks[-1]["failed_checks"] == ["facts.low_consistency_share"]
+    relative = gate_call(rows, rows, gate, sequential=False)
+    assert relative.decision == "promote" and relative.looks[-1]["failed_checks"] == []
+
+
+def test_the_share_rule_blocks_a_significant_rise_beyond_its_margin():
+    prod = _rows([0.9] * 80 + [0.1] * 20)  # 20% below the threshold
+    cand = _rows([0.1] * 60 + [0.9] * 20 + [0.1] * 20)  # 80%
+    decision, diff, low, _ = share_call(cand, prod, margin=0.02)
+    assert decision == "block" and diff == pytest.approx(0.6) and low > 0.02
+    assert share_call(prod, cand)[0] == "promote"
+    assert share_call(prod, prod)[0] == "promote"
+    assert share_call(cand, prod, margin=0.7)[0] == "promote"
+
+
+class FakeChecker:
+    """Consistency 0.1 for a summary that says WRONG, 0.9 otherwise; counts what it checks."""
+
+    fingerprint = "fake-systems-checker"
+    threshold = 0.5
+
+    def __init__(self) -> None:
+        self.checked = 0
+
+    def check(self, pairs):
+        self.checked += len(pairs)
+        return [Verdict(0.1 if "WRONG" in summary else 0.9) for _, summary in pairs]
+
+
+def _files(tmp_path, n=40):
+    """good: always right; bad: wrong on 60% of documents; twin: good's twin."""
+    docs = [{"doc_id": f"d{i:02d}", "document": f"Document {i} says things."} for i in range(n)]
+    rows = []
+    for i in range(n):
+        for system, wrong in (("good", False), ("bad", i % 5 < 3), ("twin", False)):
+            summary = f"Summary {i} of {system}" + (" WRONG" if wrong else "")
+            rows.append(
+                {"doc_id": f"d{i:02d}", "system": system, "summary": summary, "factual": not wrong}
+            )
+    (tmp_path / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "summaries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path / "summaries.jsonl", tmp_path / "documents.jsonl"
+
+
+def test_the_run_writes_every_ordered_pair_and_caches_verdicts(tmp_path):
+    summaries, documents = _files(tmp_path)
+    request = SystemsRequest(summaries=summaries, documents=documents, out=tmp_path / "out")
+    checker = FakeChecker()
+    cache = str(tmp_path / "cache")
+    result = run_systems(request, HssSettings(), checker=checker, cache_dir=cache)
+    assert checker.checked == 120
+    pairs = {(r["candidate"], r["production"]): r for r in result.rows}
+    assert len(pairs) == 6
+    assert pairs[("bad", "good")]["human"] == "worse"
+    assert pairs[("bad", "good")]["decision"] == "block"
+    assert pairs[("bad", "good")]["documents_used"] < 40  # settled before the last look
+    assert pairs[("good", "bad")]["human"] == "better"
+    assert pairs[("good", "bad")]["decision"] == "promote"
+    assert pairs[("twin", "good")]["human"] == "neither"
+    assert pairs[("twin", "good")]["single"] == "promote"
+    assert pairs[("bad", "good")]["share_0.02"] == "block"
+    counts = result.agreement["decision"]
+    assert (counts["worse_blocked"], counts["worse"]) == (2, 2)
+    assert (counts["better_promoted"], counts["better"]) == (2, 2)
+    written = json.loads((tmp_path / "out" / "systems.json").read_text())
+    assert written["agreement"] == result.agreement
+    assert "| bad vs good |" in (tmp_path / "out" / "systems.md").read_text()
+    again = FakeChecker()
+    run_systems(request, HssSettings(), checker=again, cache_dir=cache)
+    assert again.checked == 0  # every verdict from the cache
+
+
+def test_the_weights_margins_apply_unless_given(tmp_path):
+    class Weights:
+        margin, max_low_share = 0.07, 0.6
+
+    class Invented:
+        weights = Weights()
+
+    request = SystemsRequest(summaries=tmp_path, documents=tmp_path, out=tmp_path)
+    gate = gate_for(GateSettings(), Invented(), request)
+    assert (gate.consistency_margin, gate.max_low_consistency_share) == (0.07, 0.6)
+    request.consistency_margin = 0.01
+    assert gate_for(GateSettings(), Invented(), request).consistency_margin == 0.01
+    assert gate_for(GateSettings(), object(), request).max_low_consistency_share == 0.5
+
+
+def _cli(*args):
+    from hss_gate.cli import app
+
+    return CliRunner().invoke(app, ["systems", *map(str, args)])
+
+
+def test_bad_input_is_one_line(tmp_path):
+    summaries, documents = _files(tmp_path, n=3)
+    done = _cli("--summaries", tmp_path / "nope.jsonl", "--documents", documents)
+    assert done.exit_code == 2 and "--summaries" in done.output and "no such file" in done.output
+    one = tmp_path / "one.jsonl"
+    one.write_text(summaries.read_text().splitlines()[0] + "\n")
+    done = _cli("--summaries", one, "--documents", documents, "--cache-dir", tmp_path / "c")
+    assert done.exit_code == 2 and "at least two systems" in done.output
+    done = _cli(
+        "--summaries",
+        summaries,
+        "--documents",
+        documents,
+        "--checker",
+        "sbert",
+        "--weights",
+        documents,
+        "--cache-dir",
+        tmp_path / "c",
+    )
+    assert done.exit_code == 2 and "--weights is for the checkers" in done.output
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"doc_id": "d0", "system": "a"}\n')
+    done = _cli("--summaries", bad, "--documents", documents, "--cache-dir", tmp_path / "c")
+    assert done.exit_code == 2 and "bad.jsonl:1" in done.output
+
+
+@pytest.mark.skipif(not FRANK.is_dir(), reason="frank_cnndm is not on this machine")
+def test_frank_cnndm_runs_end_to_end_with_a_fake_checker(tmp_path):
+    request = SystemsRequest(
+        summaries=FRANK / "summaries.jsonl", documents=FRANK / "documents.jsonl", out=tmp_path
+    )
+    result = run_systems(
+        request, HssSettings(), checker=FakeChecker(), cache_dir=str(tmp_path / "c")
+    )
+    assert len(result.rows) == 20
+    assert {r["documents"] for r in result.rows} == {250}
+    assert sum(r["human"] != "neither" for r in result.rows) > 0
