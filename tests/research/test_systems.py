@@ -235,7 +235,9 @@ def test_the_weights_margins_apply_unless_given(tmp_path):
     assert (gate.consistency_margin, gate.max_low_consistency_share) == (0.07, 0.6)
     request.consistency_margin = 0.01
     assert gate_for(GateSettings(), Invented(), request).consistency_margin == 0.01
-    assert gate_for(GateSettings(), object(), request).max_low_consistency_share == 0.5
+    assert gate_for(GateSettings(), object(), request).max_low_consistency_share == (
+        GateSettings().max_low_consistency_share
+    )
 
 
 def _cli(*args):
