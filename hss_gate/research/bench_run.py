@@ -397,10 +397,12 @@ def checker_lines(checker: dict[str, Any] | None) -> list[str]:
     if "skipped" in checker:
         return [f"| {name} | not measured ({checker['skipped']}) | <= {target:g} s | - |"]
     amortized = checker["amortized_s_per_pair"]
-    cold = "-" if checker["cold_s_per_pair"] is None else f"{checker['cold_s_per_pair']:.3f}"
+    cold = "-" if checker["cold_s_per_pair"] is None else f"{checker['cold_s_per_pair']:.3f} s"
+    if checker.get("cold_cpu_s_per_pair") is not None:  # absent before CPU time was recorded
+        cold += f" (CPU {checker['cold_cpu_s_per_pair']:.3f} s)"
     return [
         f"| {name}, amortized over {checker['pairs']} pairs, "
         f"{checker['mean_source_words']:.0f}-word sources (load {checker['load_s']:.1f} s, "
-        f"cold {cold} s, warm {checker['warm_s_per_pair']:.3f} s) "
+        f"cold {cold}, warm {checker['warm_s_per_pair']:.3f} s) "
         f"| {amortized:.3f} s | <= {target:g} s | {'yes' if amortized <= target else 'no'} |"
     ]

@@ -122,10 +122,12 @@ def test_checker_line_is_met_skipped_or_absent():
         "mean_source_words": 550.0,
         "load_s": 0.5,
         "cold_s_per_pair": 0.2,
+        "cold_cpu_s_per_pair": 0.31,
         "warm_s_per_pair": 0.01,
         "amortized_s_per_pair": 0.35,
     }
     (line,) = checker_lines(fast)
+    assert "cold 0.200 s (CPU 0.310 s), warm 0.010 s)" in line
     assert line.endswith("| 0.350 s | <= 1 s | yes |")
     (skipped,) = checker_lines({"model": "sbert", "skipped": "x.jsonl: no stored summaries"})
     assert "| not measured (x.jsonl: no stored summaries) | <= 1 s | - |" in skipped
@@ -161,7 +163,7 @@ class FakeClock:
 
 
 def test_time_checker_separates_load_cold_and_warm():
-    clock, cache, built = FakeClock(), set(), []
+    clock, cpu, cache, built = FakeClock(), FakeClock(), set(), []
 
     class Fake:
         fingerprint = "fake:v1"
@@ -177,16 +179,18 @@ def test_time_checker_separates_load_cold_and_warm():
                 clock.now += 3.0 if len(built) == 1 else 0.0  # the model, once per process
                 self.loaded = True
             clock.now += 0.1 if source in cache else 0.5  # encoding a new source
+            cpu.now += 0.1 if source in cache else 0.8  # on two threads
             cache.add(source)
             return [None]
 
     pairs = [("one two three", "s"), ("one two", "s s"), ("one", "s s s"), ("", "s s")]
-    got = time_checker(Fake, pairs, clock)
+    got = time_checker(Fake, pairs, clock, cpu)
     assert len(built) == 2  # warm runs on a new checker over the filled cache
     assert got["fingerprint"] == "fake:v1" and got["pairs"] == 4 and got["cold_pairs"] == 3
     assert got["load_s"] == pytest.approx(5.5)  # build + model + the first pair
     assert got["cold_s_per_pair"] == pytest.approx(0.5)
     assert got["cold_max_s"] == pytest.approx(0.5)
+    assert got["cold_cpu_s_per_pair"] == pytest.approx(0.8)  # the cold pairs' only
     assert got["warm_s_per_pair"] == pytest.approx(0.1)
     assert got["amortized_s_per_pair"] == pytest.approx((5.5 + 3 * 0.5) / 4)
     assert got["mean_source_words"] == 1.5 and got["mean_summary_words"] == 2.0
