@@ -184,6 +184,9 @@ def run_bench(
         {"corpus": str(run.corpus_of(plan.shap_documents)), "shap_documents": plan.shap_documents},
         {},
     )
+    checker = run.stage("checker", "checker", {"documents": plan.checker_documents}, {})
+    if "skipped" in checker.result:
+        say(f"checker: {checker.result['skipped']}: not measured")
     gates: dict[str, dict[str, Any]] = {}
     for i, candidate in enumerate(plan.gate_candidates):
         for full in (False, True) if plan.gate_full else (False,):
@@ -251,6 +254,7 @@ def run_bench(
         "gate_cold_s": gates[plan.gate_candidates[0]]["sequential"]["seconds"] if gates else None,
         "gate_cold": gates,
         "quickstart_s": None if quickstart is None else quickstart.seconds,
+        "checker": checker.result,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(bench, indent=2, default=float) + "\n")
@@ -367,6 +371,7 @@ def markdown(bench: dict[str, Any]) -> str:
                 f"| {run['seconds']:.0f} s | <= {target} s | "
                 f"{'yes' if run['seconds'] <= target else 'no'} |"
             )
+    lines += checker_lines(bench.get("checker"))
     if bench.get("quickstart_s") is not None:
         met = bench["quickstart_s"] <= 300
         lines.append(
@@ -379,3 +384,25 @@ def markdown(bench: dict[str, Any]) -> str:
         for name, seconds in bench["steps_s"].items()
     ]
     return "\n".join(lines) + "\n"
+
+
+def checker_lines(checker: dict[str, Any] | None) -> list[str]:
+    """The consistency checker's seconds per (document, summary) pair, amortized (its load and
+    the cold pairs over all pairs), against the 1 s target, as a row of the ratio table (none
+    for a bench.json from before the checker was timed)."""
+    if checker is None:
+        return []
+    target = checker.get("target_s_per_pair", 1.0)
+    name = f"checker {checker['model']} per (document, summary) pair"
+    if "skipped" in checker:
+        return [f"| {name} | not measured ({checker['skipped']}) | <= {target:g} s | - |"]
+    amortized = checker["amortized_s_per_pair"]
+    cold = "-" if checker["cold_s_per_pair"] is None else f"{checker['cold_s_per_pair']:.3f} s"
+    if checker.get("cold_cpu_s_per_pair") is not None:  # absent before CPU time was recorded
+        cold += f" (CPU {checker['cold_cpu_s_per_pair']:.3f} s)"
+    return [
+        f"| {name}, amortized over {checker['pairs']} pairs, "
+        f"{checker['mean_source_words']:.0f}-word sources (load {checker['load_s']:.1f} s, "
+        f"cold {cold}, warm {checker['warm_s_per_pair']:.3f} s) "
+        f"| {amortized:.3f} s | <= {target:g} s | {'yes' if amortized <= target else 'no'} |"
+    ]

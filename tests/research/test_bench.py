@@ -2,14 +2,24 @@
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from hss_gate.research.bench import linear_fit, ratios, run_timed
-from hss_gate.research.bench_run import markdown
+from hss_gate.corpus import Document
+from hss_gate.research.bench import (
+    checker_pairs,
+    checker_stage,
+    linear_fit,
+    ratios,
+    run_timed,
+    time_checker,
+)
+from hss_gate.research.bench_run import checker_lines, markdown
 
 pytestmark = pytest.mark.unit
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_linear_fit_recovers_a_line_and_flags_a_curve():
@@ -81,6 +91,16 @@ def test_markdown_marks_met_and_missed_targets():
         },
         "steps_s": {"cold": 1.0},
         "peak_rss_mb": {"cold": 10.0},
+        "checker": {
+            "model": "invented-sbert",
+            "pairs": 48,
+            "mean_source_words": 423.4,
+            "load_s": 9.93,
+            "cold_s_per_pair": 1.7546,
+            "warm_s_per_pair": 0.0209,
+            "amortized_s_per_pair": 1.9248,
+            "target_s_per_pair": 1.0,
+        },
     }
     text = markdown(bench)
     assert "| floor_ratio | 1.100 | <= 1.15 | yes |" in text
@@ -88,4 +108,103 @@ def test_markdown_marks_met_and_missed_targets():
     assert "| shap_eval_fraction | not measured |" in text
     assert "| attribution_s_per_document | 41.500 | <= 30.0 | no |" in text
     assert "| 1000 s | <= 900 s | no |" in text
+    assert (
+        "| checker invented-sbert per (document, summary) pair, amortized over 48 pairs, "
+        "423-word sources (load 9.9 s, cold 1.755 s, warm 0.021 s) | 1.925 s | <= 1 s | no |"
+    ) in text
     json.dumps(bench)
+
+
+def test_checker_line_is_met_skipped_or_absent():
+    fast = {
+        "model": "sbert",
+        "pairs": 2,
+        "mean_source_words": 550.0,
+        "load_s": 0.5,
+        "cold_s_per_pair": 0.2,
+        "cold_cpu_s_per_pair": 0.31,
+        "warm_s_per_pair": 0.01,
+        "amortized_s_per_pair": 0.35,
+    }
+    (line,) = checker_lines(fast)
+    assert "cold 0.200 s (CPU 0.310 s), warm 0.010 s)" in line
+    assert line.endswith("| 0.350 s | <= 1 s | yes |")
+    (skipped,) = checker_lines({"model": "sbert", "skipped": "x.jsonl: no stored summaries"})
+    assert "| not measured (x.jsonl: no stored summaries) | <= 1 s | - |" in skipped
+    assert checker_lines(None) == []  # a bench.json from before the checker was timed
+
+
+def test_checker_pairs_take_one_base_summary_per_document_in_corpus_order(tmp_path):
+    rows = [
+        {"doc_id": "b", "strength": "low", "index": 0, "summary": "b low"},
+        {"doc_id": "b", "strength": "base", "index": 0, "summary": "b base"},
+        {"doc_id": "a", "strength": "base", "index": 0, "summary": "a base"},
+        {"doc_id": "a", "strength": "base", "index": 1, "summary": "a second"},
+        {"doc_id": "c", "strength": "high", "index": 0, "summary": "c high"},
+        {"doc_id": "d", "strength": "base", "index": 0, "summary": "d base"},
+    ]
+    path = tmp_path / "summaries.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    docs = [Document(doc_id=i, text=f"{i} text") for i in ("a", "c", "b", "d")]
+    assert checker_pairs(path, docs, 0) == [
+        ("a", "a text", "a base"),
+        ("b", "b text", "b base"),  # c has no base summary: left out
+        ("d", "d text", "d base"),
+    ]
+    assert [p[0] for p in checker_pairs(path, docs, 2)] == ["a", "b"]
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_time_checker_separates_load_cold_and_warm():
+    clock, cpu, cache, built = FakeClock(), FakeClock(), set(), []
+
+    class Fake:
+        fingerprint = "fake:v1"
+
+        def __init__(self):
+            clock.now += 2.0  # building the checker
+            self.loaded = False
+            built.append(self)
+
+        def check(self, pairs):
+            ((source, _),) = pairs
+            if not self.loaded:
+                clock.now += 3.0 if len(built) == 1 else 0.0  # the model, once per process
+                self.loaded = True
+            clock.now += 0.1 if source in cache else 0.5  # encoding a new source
+            cpu.now += 0.1 if source in cache else 0.8  # on two threads
+            cache.add(source)
+            return [None]
+
+    pairs = [("one two three", "s"), ("one two", "s s"), ("one", "s s s"), ("", "s s")]
+    got = time_checker(Fake, pairs, clock, cpu)
+    assert len(built) == 2  # warm runs on a new checker over the filled cache
+    assert got["fingerprint"] == "fake:v1" and got["pairs"] == 4 and got["cold_pairs"] == 3
+    assert got["load_s"] == pytest.approx(5.5)  # build + model + the first pair
+    assert got["cold_s_per_pair"] == pytest.approx(0.5)
+    assert got["cold_max_s"] == pytest.approx(0.5)
+    assert got["cold_cpu_s_per_pair"] == pytest.approx(0.8)  # the cold pairs' only
+    assert got["warm_s_per_pair"] == pytest.approx(0.1)
+    assert got["amortized_s_per_pair"] == pytest.approx((5.5 + 3 * 0.5) / 4)
+    assert got["mean_source_words"] == 1.5 and got["mean_summary_words"] == 2.0
+    with pytest.raises(ValueError):
+        time_checker(Fake, [], clock)
+
+
+def test_checker_stage_is_skipped_without_stored_summaries(tmp_path):
+    config = {
+        "params": str(REPO / "params.yaml"),
+        "cache": str(tmp_path / "cache"),
+        "summaries": str(tmp_path / "absent.jsonl"),
+    }
+    got = checker_stage(config)
+    assert got["model"] == "invented-sbert"
+    assert "absent.jsonl: no stored production summaries" in got["skipped"]
+    assert not (tmp_path / "cache").exists()  # nothing was built or cached
