@@ -131,10 +131,12 @@ def run_gate_checks(
     docs: Sequence[Document],
     perturbations_per_document: int,
     docs_dir: Path | None,
+    hss_measured: bool = True,
 ) -> list[dict[str, Any]]:
     """The gate's checks (hss_gate.gate_checks) as Great Expectations suites on the documents
     of this look (a category is checked on its own only with enough documents); Data Docs
-    into docs_dir."""
+    into docs_dir. HSS not measured (stored summaries without perturbed ones): its checks are
+    skipped, not run on NaN."""
     from hss_gate.expectations import gate_expectations
 
     specs = gate_expectations(
@@ -144,6 +146,7 @@ def run_gate_checks(
         n_perturbations=len(docs) * perturbations_per_document,
         optional_columns=[c for c in OPTIONAL_COLUMNS if c in tables["documents"]],
         category_sizes=Counter(d.category for d in docs),
+        hss_measured=hss_measured,
     )
     return validate_tables(tables, specs, docs_dir)
 
@@ -379,6 +382,7 @@ def check_look(
         seen,
         len(settings.perturb.strengths) * settings.perturb.k,
         run.out_dir / "data_docs",
+        comparison.get("hss_measured", True),
     )
     verdict = look_verdict(comparison, checks, gate, last=last)
     return Look(len(seen), candidate, production, comparison, checks, verdict)
