@@ -6,6 +6,7 @@ Every text that comes from documents, summaries or model ids is HTML-escaped.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -77,11 +78,14 @@ def _html_table(
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def _signal_rows(signals: Mapping[str, Any]) -> list[list[str]]:
-    return [
+def _signal_rows(signals: Mapping[str, Any], not_measured: str | None = None) -> list[list[str]]:
+    rows = [
         [s["label"], _num(s["candidate"]), _num(s["production"]), _diff(s)]
         for s in signals.values()
     ]
+    if not_measured:  # said, never shown as a number
+        rows.append(["HSS", "not measured", "not measured", not_measured])
+    return rows
 
 
 def _result(check: Mapping[str, Any]) -> str:
@@ -151,6 +155,8 @@ def headline(decision: Decision) -> list[str]:
                 f"{label}: candidate {signal['candidate']:.3f} vs production "
                 f"{signal['production']:.3f}, difference {_diff(signal)}"
             )
+        elif column == "hss" and m.get("hss_not_measured"):
+            lines.append(m["hss_not_measured"])
     sequential = m.get("sequential")
     if sequential:
         lines.append(
@@ -186,7 +192,8 @@ def decision_markdown(decision: Decision) -> str:
             "",
         ]
         lines += _md_table(
-            ["signal", "candidate", "production", "difference [CI]"], _signal_rows(m["signals"])
+            ["signal", "candidate", "production", "difference [CI]"],
+            _signal_rows(m["signals"], m.get("hss_not_measured")),
         )
     if m.get("categories"):
         lines += ["", "<details><summary>HSS by category</summary>", ""]
@@ -244,7 +251,7 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
         parts.append(
             _html_table(
                 ["signal", "candidate", "production", "difference [CI]"],
-                _signal_rows(m["signals"]),
+                _signal_rows(m["signals"], m.get("hss_not_measured")),
             )
         )
     if m.get("categories"):
@@ -308,18 +315,24 @@ def moved_most(
         {s["doc_id"]: s["summary"] for s in rows if s["strength"] == "base"} for rows in summaries
     ]
 
+    def hss(row: Mapping[str, Any]) -> float | None:
+        """A row's HSS; None when it was not measured (NaN), never 0."""
+        value = row.get("hss")
+        return None if value is None or math.isnan(float(value)) else float(value)
+
     def moved(row: Mapping[str, Any]) -> tuple[float, float]:
         other = prod[row["doc_id"]]
         lost = float(other.get("base_consistency", 0.0)) - float(row.get("base_consistency", 0.0))
-        return lost, row["hss"] - other["hss"]
+        a, b = hss(row), hss(other)
+        return lost, (a - b) if a is not None and b is not None else 0.0
 
     ranked = sorted(candidate, key=moved, reverse=True)
     return [
         {
             "doc_id": r["doc_id"],
             "category": r["category"],
-            "hss_candidate": r["hss"],
-            "hss_production": prod[r["doc_id"]]["hss"],
+            "hss_candidate": hss(r),
+            "hss_production": hss(prod[r["doc_id"]]),
             "consistency_candidate": r.get("base_consistency"),
             "consistency_production": prod[r["doc_id"]].get("base_consistency"),
             "summary_candidate": base[0].get(r["doc_id"], ""),
@@ -575,7 +588,11 @@ def decision_junit(decision: Decision) -> str:
     if decision.decision == "error":
         case("hss-gate", "decision", decision.reasons[0], kind="error")
     blocked = _blocking(decision.findings)
+    not_measured = decision.metrics.get("hss_not_measured")
     for name, code in JUNIT_SIGNALS.items():
+        if name == "hss" and not_measured:
+            case("hss-gate.signals", name, not_measured, kind="skipped")
+            continue
         finding = next((f for f in blocked if f.code == code), None)
         case("hss-gate.signals", name, finding.text if finding else None)
     failed_checks = {f.check for f in blocked if f.check}

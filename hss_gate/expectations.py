@@ -103,6 +103,11 @@ SERVED_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
     "live_n_words": (0, None),
     **{f"live_{flag}": "bool" for flag in FLAGS},
 }
+# The document columns measured from the perturbed summaries: NaN when HSS is not measured.
+HSS_DOCUMENT_COLUMNS = frozenset(
+    {"hss", "hss_aware", "hss_raw", "mean_distance", "mean_distance_aware"}
+    | {"mean_distance_raw", "n_perturbations"}
+)
 # Live traffic has no meaningful category or tier: the monitor does not require them.
 MONITOR_SKIPPED_COLUMNS = frozenset({"category", "tier"})
 
@@ -238,8 +243,13 @@ def gate_expectations(
     n_perturbations: int,
     optional_columns: Collection[str] = (),
     category_sizes: Mapping[str, int] | None = None,
+    hss_measured: bool = True,
 ) -> list[ExpectationSpec]:
     """The gate's checks (hss_gate.gate_checks.gate_checks) on the three score tables.
+
+    Without `hss_measured` (stored summaries without perturbed ones) the HSS expectations are
+    skipped, not passed or failed on NaN: the HSS columns, the perturbations and categories
+    tables and the HSS checks (the decision notes it).
 
     `categories` are the categories of the reference corpus: each must appear in the documents
     and have exactly one row in the categories table. `category_sizes` (documents per category
@@ -247,8 +257,9 @@ def gate_expectations(
     `optional_columns` names the optional document columns the score table has (their checks
     are added only then).
     """
+    skip = () if hss_measured else HSS_DOCUMENT_COLUMNS
     schema = {
-        DOCUMENTS: _document_columns(optional_columns),
+        DOCUMENTS: _document_columns(optional_columns, skip),
         PERTURBATIONS: PERTURBATION_COLUMNS,
         CATEGORIES: CATEGORY_COLUMNS,
     }
@@ -260,6 +271,7 @@ def gate_expectations(
         n_perturbations=n_perturbations,
         optional_columns=optional_columns,
         category_sizes=category_sizes,
+        hss_measured=hss_measured,
     )
     return [to_expectation(c) for c in checks]
 

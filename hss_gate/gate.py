@@ -42,6 +42,15 @@ PAIRED_SIGNALS = (
     ("base_n_words", "summary length (words)"),
 )
 
+# the paired signals measured from the perturbed summaries: "not measured" when either side has
+# none (stored summaries without perturbed ones), never compared on NaN or made up
+HSS_SIGNALS = ("hss", "hss_raw", "consistency_drop_mean")
+
+NOT_MEASURED_TEXT = (
+    "HSS not measured: the summaries file has no perturbed summaries (export them with "
+    "`hss perturb`)"
+)
+
 # the order in which deciding signals are reported: a candidate that does not summarize first
 PRIORITY = (
     "not_summarizing",
@@ -66,9 +75,13 @@ FINDING_CODES = {
     "drift": "the score distributions drifted from production",
     "hss.rewriting": "HSS read beside the rewriting (novel n-gram share)",
     "hss.paraphrase": "an HSS rise that looks like paraphrase, not factual error",
+    "hss.not_measured": "HSS not measured (no perturbed summaries): its comparison and checks "
+    "are skipped, the facts and form decide",
     "categories.too_small": "categories with fewer than gate.min_category_documents documents",
     "within_margins": "promoted: nothing blocked",
     "production.restored": "how production's summaries were obtained (the workflow)",
+    "documents.dropped": "stored summaries: documents without both summaries, dropped from "
+    "the pairing, and summaries of doc_ids not in the corpus (the workflow)",
     "sequential.documents": "how many documents and looks decided (the workflow)",
     "facts.relative": "off the reference corpus: the absolute facts bounds follow production",
     "override": "a person overrode a block",
@@ -232,6 +245,19 @@ def paired_rows(
     return [(r, prod[r["doc_id"]]) for r in candidate]
 
 
+def _measured(row: Mapping[str, Any]) -> bool:
+    value = row.get("hss")
+    return value is not None and not np.isnan(float(value))
+
+
+def hss_measured(
+    candidate: Sequence[Mapping[str, Any]], production: Sequence[Mapping[str, Any]]
+) -> bool:
+    """Whether both sides measured HSS on every document (a run of stored summaries without
+    perturbed ones has NaN there)."""
+    return all(_measured(r) for r in (*candidate, *production))
+
+
 def compare(
     candidate: Sequence[Mapping[str, Any]],
     production: Sequence[Mapping[str, Any]],
@@ -240,11 +266,16 @@ def compare(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Paired means, differences and bootstrap CIs of every compared signal, and by category."""
+    """Paired means, differences and bootstrap CIs of every compared signal, and by category.
+    When either side did not measure HSS (`hss_measured` false), the HSS signals, the
+    categories' HSS and the candidate's HSS CI are left out: "not measured", never NaN or 0."""
     pairs = paired_rows(candidate, production)
+    measured = hss_measured(candidate, production)
     signals: dict[str, Any] = {}
     for column, label in PAIRED_SIGNALS:
         if not all(column in c and column in p for c, p in pairs):
+            continue
+        if column in HSS_SIGNALS and not measured:
             continue
         a = [float(c[column]) for c, _ in pairs]
         b = [float(p[column]) for _, p in pairs]
@@ -261,6 +292,16 @@ def compare(
             "difference": diff,
             "ci_low": low,
             "ci_high": high,
+        }
+    if not measured:
+        return {
+            "documents": len(pairs),
+            "confidence": confidence,
+            "signals": signals,
+            "categories": [],
+            "candidate_hss_ci": None,
+            "hss_measured": False,
+            "hss_not_measured": NOT_MEASURED_TEXT,
         }
     categories = []
     for category in sorted({c["category"] for c, _ in pairs}):
@@ -284,6 +325,7 @@ def compare(
         "signals": signals,
         "categories": categories,
         "candidate_hss_ci": [low, high],
+        "hss_measured": True,
     }
 
 
@@ -315,6 +357,7 @@ def decide(
     ]
     blocks = sorted((f for f in findings if f.effect == "block"), key=_priority)
     findings += reading_notes(comparison["signals"], gate, blocks)
+    findings += not_measured_findings(comparison)
     promoted = Finding(
         code="within_margins",
         signal="checks",
@@ -408,14 +451,27 @@ def paired_findings(comparison: Mapping[str, Any], gate: GateSettings) -> list[F
             f"margin {gate.unsupported_margin}: {_fmt_diff(unsupported)}"
         )
         findings.append(_judged("unsupported_entities", "unsupported_entities", text, True))
-    hss = signals["hss"]
-    if hss["ci_low"] > gate.margin:
+    hss = signals.get("hss")
+    if hss and hss["ci_low"] > gate.margin:
         text = (
             f"HSS rose significantly beyond the margin {gate.margin}: {_fmt_diff(hss)}, "
             f"paired bootstrap {level} CI over {n} documents"
         )
         findings.append(_judged("hss.rise", "hss", text, blocks=gate.hss_blocks))
     return findings
+
+
+def not_measured_findings(comparison: Mapping[str, Any]) -> list[Finding]:
+    """A note when HSS was not measured: its comparison and checks were skipped (not passed,
+    not failed) and the facts, form and the candidate summarizing decided."""
+    if comparison.get("hss_measured", True):
+        return []
+    text = (
+        f"{comparison.get('hss_not_measured') or NOT_MEASURED_TEXT}; the HSS comparison and the "
+        "HSS checks were skipped (neither passed nor failed): the facts, form and "
+        "summarizes checks decided"
+    )
+    return [Finding(code="hss.not_measured", signal="hss", effect="note", text=text)]
 
 
 def drift_findings(drift: Mapping[str, Any] | None, gate: GateSettings) -> list[Finding]:
@@ -435,9 +491,9 @@ def reading_notes(
     """HSS beside rewriting, and whether an HSS rise looks like paraphrase (more rewriting and
     no fact got worse)."""
     rewriting = signals.get("base_novel_ngram_share")
-    if not rewriting:
+    hss = signals.get("hss")
+    if not rewriting or not hss:
         return []
-    hss = signals["hss"]
     notes = [
         Finding(
             code="hss.rewriting",
@@ -461,14 +517,15 @@ def reading_notes(
 def _metrics(
     comparison: Mapping[str, Any], checks: Sequence[Mapping[str, Any]], gate: GateSettings
 ) -> dict[str, Any]:
-    signals, hss = comparison["signals"], comparison["signals"]["hss"]
+    signals, hss = comparison["signals"], comparison["signals"].get("hss")
     failed = sum(not c["success"] for c in checks)
     metrics = {
         "documents": comparison["documents"],
-        "hss_candidate": hss["candidate"],
-        "hss_production": hss["production"],
-        "hss_difference": hss["difference"],
-        "hss_difference_ci": [hss["ci_low"], hss["ci_high"]],
+        "hss_measured": hss is not None,
+        "hss_candidate": hss["candidate"] if hss else None,
+        "hss_production": hss["production"] if hss else None,
+        "hss_difference": hss["difference"] if hss else None,
+        "hss_difference_ci": [hss["ci_low"], hss["ci_high"]] if hss else None,
         "hss_candidate_ci": comparison["candidate_hss_ci"],
         "margin": gate.margin,
         "checks_passed": len(checks) - failed,
@@ -476,6 +533,8 @@ def _metrics(
         "signals": signals,
         "categories": comparison["categories"],
     }
+    if hss is None:
+        metrics["hss_not_measured"] = comparison.get("hss_not_measured") or NOT_MEASURED_TEXT
     consistency = signals.get("base_consistency")
     if consistency:
         metrics["consistency"] = {

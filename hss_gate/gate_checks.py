@@ -349,11 +349,23 @@ def gate_checks(
     n_perturbations: int,
     optional_columns: Collection[str] = (),
     category_sizes: Mapping[str, int] | None = None,
+    hss_measured: bool = True,
 ) -> list[Check]:
     """The gate's checks: data quality of the three score tables (`schema`: each table's
     columns), then the absolute checks of the candidate's documents, then each category's HSS
-    rise (only for the categories with enough documents, when `category_sizes` is given)."""
+    rise (only for the categories with enough documents, when `category_sizes` is given).
+    HSS not measured (stored summaries without perturbed ones): no HSS check and no check of
+    the perturbations and categories tables (all about HSS) is declared: they are reported as
+    not measured, neither passed nor failed."""
     cats = [str(c) for c in categories]
+    if not hss_measured:
+        return [
+            *column_checks(gate, DOCUMENTS, schema[DOCUMENTS]),
+            unique_check(gate, DOCUMENTS, "doc_id"),
+            covers_categories(gate, DOCUMENTS, cats, "documents cover"),
+            row_count_check(gate, DOCUMENTS, n_documents, "document"),
+            *(c for c in severity_checks(gate, optional_columns) if c.kind != "hss"),
+        ]
     return [
         *column_checks(gate, DOCUMENTS, schema[DOCUMENTS]),
         unique_check(gate, DOCUMENTS, "doc_id"),

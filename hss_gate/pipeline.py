@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
 
@@ -298,8 +298,10 @@ def score_documents(
     """Score every document; without normalization only distances are reported (baseline)."""
     max_words = settings.generate.max_input_words
     warnings = _long_input_warnings(docs, max_words)
+    unmeasured = hss_unmeasurable(docs, summarizer)
+    warnings += _not_measured_warnings(docs, unmeasured)
     perturbations, summaries = _perturb_and_summarize(
-        docs, summarizer, settings, tools, cache, progress
+        docs, summarizer, settings, tools, cache, progress, unmeasured
     )
     groups = _group_summaries(docs, perturbations, summaries)
     # what the summarizer read of each original: every summary is checked against it
@@ -316,12 +318,40 @@ def score_documents(
             _perturbation_row(group, v, d, measures, source, rules)
             for v, d in zip(group.perturbed, distances, strict=True)
         ]
-        doc_rows.append(_document_row(group, distances, measures, source, rules, warnings))
+        measured = group.doc.doc_id not in unmeasured
+        doc_rows.append(
+            _document_row(group, distances, measures, source, rules, warnings, measured)
+        )
         edit_rows += [row for v in group.perturbed for row in _edit_rows(group.doc, v)]
         summary_rows += _summary_rows(group, measures, source)
-    warnings.extend(_degenerate_input_warnings(docs, perturbations, summary_rows))
+    warnings.extend(_degenerate_input_warnings(docs, perturbations, summary_rows, unmeasured))
     aggregates = aggregate(doc_rows, pert_rows, settings, rules.variant)
     return ScoreResult(doc_rows, pert_rows, edit_rows, summary_rows, aggregates, warnings)
+
+
+NOT_MEASURED = (
+    "HSS not measured: the summaries file has no perturbed summaries (export them with "
+    "`hss perturb`)"
+)
+
+
+def hss_unmeasurable(docs: Sequence[Document], summarizer: Summarizer) -> set[str]:
+    """The doc_ids whose HSS cannot be measured: a summarizer that answers only from stored
+    summaries (`perturbed_sources`) and holds none of the document's perturbed versions. Those
+    documents are not perturbed at all (the search is the slow part)."""
+    sources = getattr(summarizer, "perturbed_sources", None)
+    if sources is None:
+        return set()
+    held = sources()
+    return {d.doc_id for d in docs if d.doc_id not in held}
+
+
+def _not_measured_warnings(docs: Sequence[Document], unmeasured: set[str]) -> list[str]:
+    if not unmeasured:
+        return []
+    ids = [d.doc_id for d in docs if d.doc_id in unmeasured]
+    shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+    return [f"{NOT_MEASURED}: {len(ids)} of {len(docs)} document(s) ({shown})"]
 
 
 def _long_input_warnings(docs: Sequence[Document], max_words: int) -> list[str]:
@@ -491,9 +521,11 @@ def _document_row(
     source: str,
     rules: Rules,
     warnings: list[str],
+    measured: bool = True,
 ) -> dict[str, Any]:
     """A document: its HSS (with normalization), its mean distances and its original's
-    summary's signals."""
+    summary's signals. Not `measured` (no perturbed summaries): its HSS, distances and
+    consistency drop are NaN, never 0."""
     doc = group.doc
     d_aware, d_raw = [d.aware for d in distances], [d.raw for d in distances]
     base_verdict = measures.verdicts[(source, group.base)]
@@ -501,17 +533,33 @@ def _document_row(
         base_verdict.consistency - measures.verdicts[(source, v.restored)].consistency
         for v in group.perturbed
     ]
+    nan = float("nan")
+    if not measured:
+        normalized = None if rules.normalization is None else _not_measured_severity()
+        mean_aware = mean_raw = drop = nan
+    else:
+        normalized = _severity(doc, d_aware, d_raw, rules, warnings)
+        mean_aware, mean_raw = float(np.mean(d_aware)), float(np.mean(d_raw))
+        drop = round(float(np.mean(drops)), 6) if drops else 0.0
     return tables.document_row(
         doc_id=doc.doc_id,
         category=doc.category,
         tier=doc.tier,
-        normalized=_severity(doc, d_aware, d_raw, rules, warnings),
-        mean_distance=float(np.mean(d_aware if rules.variant == "aware" else d_raw)),
-        mean_distance_aware=float(np.mean(d_aware)),
-        mean_distance_raw=float(np.mean(d_raw)),
+        normalized=normalized,
+        mean_distance=mean_aware if rules.variant == "aware" else mean_raw,
+        mean_distance_aware=mean_aware,
+        mean_distance_raw=mean_raw,
         n_perturbations=len(d_aware),
         base=_signals(group.base, source, base_verdict, measures, rules),
-        consistency_drop_mean=round(float(np.mean(drops)), 6) if drops else 0.0,
+        consistency_drop_mean=drop,
+    )
+
+
+def _not_measured_severity() -> dict[str, Any]:
+    """The normalized columns of a document whose HSS was not measured: NaN, never 0."""
+    nan = float("nan")
+    return tables.normalized_values(
+        hss_aware=nan, hss_raw=nan, hss=nan, normalization_constant=nan, constant_source=""
     )
 
 
@@ -545,10 +593,20 @@ def _perturb_and_summarize(
     tools: Toolkit,
     cache: Cache,
     progress: Progress,
+    unmeasured: Collection[str] = (),
 ) -> tuple[dict[str, list[Perturbation]], list[str]]:
-    """Perturbations of every document and the summaries of each original followed by its
-    perturbed versions. A summarizer with `summarize_one` generates in the background while
-    the perturbations are searched (the originals first)."""
+    """Perturbations of every document (none for the `unmeasured` ones: not searched) and the
+    summaries of each original followed by its perturbed versions. A summarizer with
+    `summarize_one` generates in the background while the perturbations are searched (the
+    originals first)."""
+    if unmeasured:
+        to_perturb = [d for d in docs if d.doc_id not in unmeasured]
+        made = (
+            make_perturbations(to_perturb, settings, tools, cache, progress) if to_perturb else {}
+        )
+        perturbations = {d.doc_id: made.get(d.doc_id, []) for d in docs}
+        texts = [t for d in docs for t in (d.text, *(p.text for p in perturbations[d.doc_id]))]
+        return perturbations, summarize_cached(texts, summarizer, cache, progress)
 
     def texts_of(perturbations: dict[str, list[Perturbation]]) -> list[str]:
         return [t for d in docs for t in (d.text, *(p.text for p in perturbations[d.doc_id]))]
@@ -570,9 +628,10 @@ def _degenerate_input_warnings(
     docs: Sequence[Document],
     perturbations: dict[str, list[Perturbation]],
     summary_rows: list[dict[str, Any]],
+    unmeasured: Collection[str] = (),
 ) -> list[str]:
     """Inputs whose HSS measures nothing: not English, no swap possible, empty or constant
-    summaries."""
+    summaries (documents whose HSS was not measured at all are warned about apart)."""
     foreign = {doc.doc_id for doc in docs if looks_non_english(doc.text)}
     out = [
         f"{doc_id}: does not look like English; the pipeline's models (spaCy en, GloVe, "
@@ -583,7 +642,9 @@ def _degenerate_input_warnings(
         f"{doc.doc_id}: no word could be swapped (only names, numbers or stop words, or too "
         "short); its distances are 0 by construction and its HSS measures nothing"
         for doc in docs
-        if doc.doc_id not in foreign and not any(p.edits for p in perturbations[doc.doc_id])
+        if doc.doc_id not in foreign
+        and doc.doc_id not in unmeasured
+        and not any(p.edits for p in perturbations[doc.doc_id])
     ]
     empty = [row for row in summary_rows if not row["summary"].strip()]
     if empty:
@@ -632,17 +693,27 @@ def aggregate(
         )
         return {"mean": float(np.mean(values)), "ci_low": low, "ci_high": high, "n": len(values)}
 
+    def measured_ci(column: str, rows: list[dict[str, Any]]) -> dict[str, float] | None:
+        """Over the rows whose value was measured (not NaN); None when none was."""
+        values = [float(r[column]) for r in rows if not np.isnan(float(r[column]))]
+        return ci(values) if values else None
+
+    measured = [r for r in doc_rows if not np.isnan(float(r["mean_distance_aware"]))]
     out: dict[str, Any] = {
         "variant": variant,
         "documents": len(doc_rows),
         "perturbations": len(pert_rows),
+        "hss_measured": len(measured) == len(doc_rows),
+        "hss_measured_documents": len(measured),
     }
+    if len(measured) < len(doc_rows):
+        out["hss_not_measured"] = NOT_MEASURED
     if doc_rows and "hss" in doc_rows[0]:
-        out["hss"] = ci([r["hss"] for r in doc_rows])
-        out["hss_aware"] = ci([r["hss_aware"] for r in doc_rows])
-        out["hss_raw"] = ci([r["hss_raw"] for r in doc_rows])
+        out["hss"] = measured_ci("hss", doc_rows)
+        out["hss_aware"] = measured_ci("hss_aware", doc_rows)
+        out["hss_raw"] = measured_ci("hss_raw", doc_rows)
         out["by_category"] = {
-            c: ci([r["hss"] for r in doc_rows if r["category"] == c])
+            c: measured_ci("hss", [r for r in doc_rows if r["category"] == c])
             for c in sorted({r["category"] for r in doc_rows})
         }
     out["mean_distance"] = ci([r["distance"] for r in pert_rows]) if pert_rows else None
@@ -650,7 +721,7 @@ def aggregate(
     out["base_novel_ngram_share"] = ci([r["base_novel_ngram_share"] for r in doc_rows])
     out["base_consistency"] = ci([r["base_consistency"] for r in doc_rows])
     out["low_consistency_share"] = float(np.mean([r["base_low_consistency"] for r in doc_rows]))
-    out["consistency_drop_mean"] = ci([r["consistency_drop_mean"] for r in doc_rows])
+    out["consistency_drop_mean"] = measured_ci("consistency_drop_mean", doc_rows)
     out["not_summaries"] = flag_shares(doc_rows)
     summaries_truncated = [r["base_truncated"] for r in doc_rows] + [
         r["summary_truncated"] for r in pert_rows

@@ -10,21 +10,22 @@ from hss_gate.pipeline import ScoreResult
 from hss_gate.tables import SCHEMA_VERSION
 
 
-def _fmt(stat: dict[str, float] | None) -> str:
+def _fmt(stat: dict[str, float] | None, missing: str = "n/a") -> str:
     if not stat:
-        return "n/a"
+        return missing
     return f"{stat['mean']:.3f} [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
 
 
 def category_rows(aggregates: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(category, HSS, CI, n) per category and, last, for the whole model."""
-    rows = [
-        (c, f"{s['mean']:.3f}", f"{s['ci_low']:.3f}-{s['ci_high']:.3f}", str(s["n"]))
-        for c, s in aggregates["by_category"].items()
-    ]
-    h = aggregates["hss"]
-    model = ("model", f"{h['mean']:.3f}", f"{h['ci_low']:.3f}-{h['ci_high']:.3f}", str(h["n"]))
-    return [*rows, model]
+
+    def row(name: str, s: dict[str, Any] | None) -> tuple[str, str, str, str]:
+        if not s:  # HSS not measured (no perturbed summaries): said, never 0
+            return (name, "not measured", "-", "0")
+        return (name, f"{s['mean']:.3f}", f"{s['ci_low']:.3f}-{s['ci_high']:.3f}", str(s["n"]))
+
+    rows = [row(c, s) for c, s in aggregates["by_category"].items()]
+    return [*rows, row("model", aggregates["hss"])]
 
 
 def headline(aggregates: dict[str, Any]) -> str:
@@ -34,8 +35,12 @@ def headline(aggregates: dict[str, Any]) -> str:
         f"{aggregates['base_unsupported_share']['mean']:.3f}   "
         f"rewriting (novel 4-grams): {aggregates['base_novel_ngram_share']['mean']:.3f}   "
         f"ending mid-sentence: {aggregates['truncated_share']:.1%}   "
-        f"HSS raw: {aggregates['hss_raw']['mean']:.3f}"
+        f"HSS raw: {_mean(aggregates.get('hss_raw'))}"
     )
+
+
+def _mean(stat: dict[str, float] | None) -> str:
+    return f"{stat['mean']:.3f}" if stat else "not measured"
 
 
 def markdown_report(result: ScoreResult, meta: dict[str, Any]) -> str:
@@ -50,12 +55,19 @@ def markdown_report(result: ScoreResult, meta: dict[str, Any]) -> str:
         f"{int(meta['settings']['score']['confidence'] * 100)}% bootstrap CIs.",
         "",
     ]
+    if agg.get("hss_not_measured"):
+        lines += [
+            f"**{agg['hss_not_measured']}** ({agg.get('hss_measured_documents', 0)} of "
+            f"{agg['documents']} documents measured); the facts and form signals below are "
+            "measured as usual.",
+            "",
+        ]
     if "hss" in agg:
         lines += [
             "| signal | value |",
             "|---|---|",
-            f"| **HSS** | {_fmt(agg['hss'])} |",
-            f"| HSS, raw distance | {_fmt(agg['hss_raw'])} |",
+            f"| **HSS** | {_fmt(agg['hss'], 'not measured')} |",
+            f"| HSS, raw distance | {_fmt(agg['hss_raw'], 'not measured')} |",
             f"| entities/numbers unsupported by the source (base summaries) | "
             f"{_fmt(agg['base_unsupported_share'])} |",
             "| rewriting: novel 4-gram share (0 = copying) | "
@@ -71,7 +83,10 @@ def markdown_report(result: ScoreResult, meta: dict[str, Any]) -> str:
             "| category | HSS | n |",
             "|---|---|---|",
         ]
-        lines += [f"| {c} | {_fmt(s)} | {s['n']} |" for c, s in agg["by_category"].items()]
+        lines += [
+            f"| {c} | {_fmt(s, 'not measured')} | {s['n'] if s else 0} |"
+            for c, s in agg["by_category"].items()
+        ]
     lines += [
         "",
         "## By strength",

@@ -208,6 +208,13 @@ class GateSettings(BaseModel):
     max_not_summary_share: float = Field(
         0.2, ge=0.0, le=1.0, description="max share of summaries that are not summaries (each flag)"
     )
+    max_dropped_share: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="stored summaries (summaries: URIs): a document without both summaries is "
+        "dropped from the pairing and counted; above this share of the corpus the gate errors",
+    )
     hss_blocks: bool = Field(
         False, description="HSS rises and HSS checks block too (default: reported beside the facts)"
     )

@@ -134,6 +134,10 @@ class StoredSummarizer:
         """Whether the file holds a summary of this document (or perturbed document) id."""
         return doc_id in self.summaries
 
+    def document_ids(self) -> set[str]:
+        """The doc_ids of the original documents the file has summaries of (not perturbed)."""
+        return {key for key in self.summaries if PERTURBED_SEPARATOR not in key}
+
     def perturbed_sources(self) -> set[str]:
         """The doc_ids whose perturbed documents have summaries in the file."""
         return {key.partition(PERTURBED_SEPARATOR)[0] for key in self._perturbed.values()}
@@ -159,3 +163,68 @@ class StoredSummarizer:
         if text in self._doc_ids:
             return self._doc_ids[text]
         return self._perturbed.get(perturbed_id("", text).removeprefix(PERTURBED_SEPARATOR))
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Which corpus documents both compared runs can be scored on: `kept` (corpus order), the
+    `dropped` ones (doc_id -> the runs without a summary of it) and, per run, the doc_ids its
+    file has that the corpus does not."""
+
+    kept: list[str]
+    dropped: dict[str, list[str]]
+    not_in_corpus: dict[str, list[str]]
+
+    def share_dropped(self) -> float:
+        """The share of the corpus's documents dropped from the pairing."""
+        total = len(self.kept) + len(self.dropped)
+        return len(self.dropped) / total if total else 0.0
+
+    def record(self, shown: int = 10) -> dict[str, object]:
+        """What decision.json keeps (the first `shown` ids of each list)."""
+        return {
+            "corpus": len(self.kept) + len(self.dropped),
+            "paired": len(self.kept),
+            "dropped": len(self.dropped),
+            "dropped_share": round(self.share_dropped(), 6),
+            "dropped_ids": [
+                {"doc_id": d, "missing_in": runs} for d, runs in list(self.dropped.items())[:shown]
+            ],
+            "not_in_corpus": {run: len(ids) for run, ids in self.not_in_corpus.items()},
+            "not_in_corpus_ids": {run: ids[:shown] for run, ids in self.not_in_corpus.items()},
+        }
+
+    def text(self) -> str:
+        """One line saying what was dropped and what the corpus lacks."""
+        parts = []
+        if self.dropped:
+            first = ", ".join(list(self.dropped)[:3]) + (", ..." if len(self.dropped) > 3 else "")
+            parts.append(
+                f"{len(self.dropped)} of {len(self.kept) + len(self.dropped)} documents "
+                f"({self.share_dropped():.1%}) dropped from the pairing: a summary is missing "
+                f"on one side ({first})"
+            )
+        extra = {run: ids for run, ids in self.not_in_corpus.items() if ids}
+        if extra:
+            parts.append(
+                "summaries of doc_ids not in the corpus, ignored: "
+                + ", ".join(f"{run} {len(ids)} (first: {ids[0]})" for run, ids in extra.items())
+            )
+        return "; ".join(parts)
+
+
+def pair_documents(corpus: Sequence[str], held: Mapping[str, set[str] | None]) -> Pairing:
+    """The pairing of the corpus's doc_ids over the runs (`held`: each run's doc_ids with a
+    summary, None for a run that generates its summaries and so has every document)."""
+    stored = {run: ids for run, ids in held.items() if ids is not None}
+    dropped = {
+        doc_id: missing
+        for doc_id in corpus
+        if (missing := [run for run, ids in stored.items() if doc_id not in ids])
+    }
+    known = set(corpus)
+    return Pairing(
+        kept=[doc_id for doc_id in corpus if doc_id not in dropped],
+        dropped=dropped,
+        not_in_corpus={run: sorted(ids - known) for run, ids in stored.items()},
+    )

@@ -56,6 +56,8 @@ from hss_gate.settings import (
     candidate_generate,
     read_candidate_file,
 )
+from hss_gate.summarizers.stored import SCHEME as SUMMARIES_SCHEME
+from hss_gate.summarizers.stored import Pairing, StoredSummarizer, pair_documents
 from hss_gate.tables import OPTIONAL_COLUMNS
 from hss_gate.workflows.shared import (
     as_floats,
@@ -131,10 +133,12 @@ def run_gate_checks(
     docs: Sequence[Document],
     perturbations_per_document: int,
     docs_dir: Path | None,
+    hss_measured: bool = True,
 ) -> list[dict[str, Any]]:
     """The gate's checks (hss_gate.gate_checks) as Great Expectations suites on the documents
     of this look (a category is checked on its own only with enough documents); Data Docs
-    into docs_dir."""
+    into docs_dir. HSS not measured (stored summaries without perturbed ones): its checks are
+    skipped, not run on NaN."""
     from hss_gate.expectations import gate_expectations
 
     specs = gate_expectations(
@@ -144,6 +148,7 @@ def run_gate_checks(
         n_perturbations=len(docs) * perturbations_per_document,
         optional_columns=[c for c in OPTIONAL_COLUMNS if c in tables["documents"]],
         category_sizes=Counter(d.category for d in docs),
+        hss_measured=hss_measured,
     )
     return validate_tables(tables, specs, docs_dir)
 
@@ -217,6 +222,7 @@ class GateRun:
     docs: list[Document]
     norm: Normalization
     on_reference: bool = True  # the corpus the absolute checks were calibrated on
+    pairing: Pairing | None = None  # stored summaries: the documents both sides have
 
     @property
     def roles(self) -> tuple[Role, Role]:
@@ -265,7 +271,32 @@ def prepare(
     )
     for role in run.roles:
         steps.compute(check_model, role.uri, role.settings, runner.toolkit(settings).embedder)
+    held = {role.name: steps.io(stored_document_ids, role.uri) for role in run.roles}
+    if any(ids is not None for ids in held.values()):
+        run.pairing = steps.compute(pair_documents, [d.doc_id for d in docs], held)
+        run.docs = paired_documents(docs, run.pairing, settings.gate.max_dropped_share)
     return run
+
+
+def stored_document_ids(uri: str) -> set[str] | None:
+    """The doc_ids a `summaries:` URI's file has summaries of; None for a model that generates
+    its own summaries (it has every document)."""
+    scheme, _, target = uri.partition(":")
+    if scheme != SUMMARIES_SCHEME:
+        return None
+    return StoredSummarizer.from_target(target).document_ids()
+
+
+def paired_documents(docs: list[Document], pairing: Pairing, max_share: float) -> list[Document]:
+    """The documents both runs have summaries of; a one-line error when more than
+    gate.max_dropped_share of the corpus is dropped (never a silent mismatch)."""
+    if not pairing.kept or pairing.share_dropped() > max_share:
+        raise InputError(
+            f"{pairing.text()}: more than gate.max_dropped_share {max_share:.0%} of the corpus "
+            "(check that both summaries files and the corpus share doc_ids)"
+        )
+    kept = set(pairing.kept)
+    return [d for d in docs if d.doc_id in kept]
 
 
 def restore_production(run: GateRun, runner: ModelRunner, steps: Steps, say: Say) -> str:
@@ -379,6 +410,7 @@ def check_look(
         seen,
         len(settings.perturb.strengths) * settings.perturb.k,
         run.out_dir / "data_docs",
+        comparison.get("hss_measured", True),
     )
     verdict = look_verdict(comparison, checks, gate, last=last)
     return Look(len(seen), candidate, production, comparison, checks, verdict)
@@ -417,6 +449,10 @@ def decide_gate(
         gate_decision, last.comparison, last.checks, drift, run.settings.gate, context
     )
     decision.add_note("production.restored", f"production summaries: {restored}")
+    if run.pairing is not None:
+        decision.metrics["pairing"] = run.pairing.record()
+        if run.pairing.text():
+            decision.add_note("documents.dropped", run.pairing.text())
     if not run.on_reference:
         decision.add_note(
             "facts.relative",

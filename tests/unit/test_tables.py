@@ -105,6 +105,9 @@ SETTING_COLUMNS: dict[str, list[str]] = {
     "gate.consistency_margin": ["base_consistency"],
     "gate.max_low_consistency_share": ["base_low_consistency"],
     "gate.max_not_summary_share": [f"base_{flag}" for flag in FLAGS],
+    # the share of the corpus dropped from the pairing of stored summaries (decision.json's
+    # metrics.pairing, hss_gate/workflows/gate.py): no score column
+    "gate.max_dropped_share": [],
     "monitor.margin": ["hss"],
     # the served-summary table (live_*, hss_gate/monitor.py) is not a score table
     "monitor.served_margin": [],
