@@ -44,6 +44,7 @@ def gate_flow(
     junit: str | None = None,
     override_by: str | None = None,
     override_reason: str | None = None,
+    summary_words: int | None = None,
 ) -> Decision:
     """Promote or block a candidate against production (hss_gate.workflows.gate).
 
@@ -52,7 +53,8 @@ def gate_flow(
     `dask_address` fans the scoring out over Dask. The candidate comes from `candidate` or
     `candidate_config` (YAML: uri, generate), with its own prompt (`candidate_prompt`);
     `junit` also writes the checks as JUnit XML; `override_by` and `override_reason` record a
-    person's override of a block, as `hss gate` does.
+    person's override of a block, as `hss gate` does; `summary_words` is the length target of
+    the length checks (default: production's stored summaries' median, else the prompt's).
     """
     from hss_gate.decision_report import decision_markdown
     from hss_gate.workflows.gate import GateRequest, override_request, run_gate
@@ -68,6 +70,7 @@ def gate_flow(
         junit=junit,
         full=full,
         override=override_request(override_by, override_reason),
+        summary_words=summary_words,
     )
     logger = get_run_logger()
     with plain_progress(logger.info) as progress:
@@ -109,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--junit", default=None, help="the checks as JUnit XML too")
     parser.add_argument("--override-by", default=None, help="who overrides a block")
     parser.add_argument("--override-reason", default=None, help="why (recorded)")
+    parser.add_argument(
+        "--summary-words", type=int, default=None, help="the length target of the length checks"
+    )
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -129,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             junit=args.junit,
             override_by=args.override_by,
             override_reason=args.override_reason,
+            summary_words=args.summary_words,
         )
     except Exception as exc:  # e.g. decision.json could not be written: never exit 0 or 1
         print(f"ERROR (exit 2): {error_message(exc)}", file=sys.stderr)

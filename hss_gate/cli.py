@@ -239,6 +239,13 @@ def gate(
     full: Annotated[bool, typer.Option(help="every document (no sequential stopping)")] = False,
     override_by: Annotated[str | None, typer.Option(help="who overrides a block")] = None,
     override_reason: Annotated[str | None, typer.Option(help="why (recorded)")] = None,
+    summary_words: Annotated[
+        int | None,
+        typer.Option(
+            help="the summary length the length checks judge against (and prompts ask for); "
+            "default: the median of production's stored summaries, else generate.summary_words"
+        ),
+    ] = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide.
@@ -258,6 +265,7 @@ def gate(
         junit=junit,
         full=full,
         override=override_request(override_by, override_reason),
+        summary_words=summary_words,
     )
     with progress_reporter(console) as progress:
         outcome = run_gate(

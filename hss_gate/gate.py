@@ -80,6 +80,8 @@ FINDING_CODES = {
     "categories.too_small": "categories with fewer than gate.min_category_documents documents",
     "within_margins": "promoted: nothing blocked",
     "production.restored": "how production's summaries were obtained (the workflow)",
+    "length.target": "the summary length the near-empty and overlong checks judge against, and "
+    "where it came from (the workflow)",
     "documents.dropped": "stored summaries: documents without both summaries, dropped from "
     "the pairing, and summaries of doc_ids not in the corpus (the workflow)",
     "sequential.documents": "how many documents and looks decided (the workflow)",

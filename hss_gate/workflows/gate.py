@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from hss_gate import __version__, decision_report, report
@@ -86,6 +87,7 @@ class GateRequest:
     junit: str | Path | None = None  # also write the checks as JUnit XML here
     full: bool = False  # every document, no sequential stopping
     override: tuple[str, str] | None = None  # (who, why): a human's override of a block
+    summary_words: int | None = None  # the length target of the length checks (and prompts)
 
 
 def override_request(by: str | None, reason: str | None) -> tuple[str, str] | None:
@@ -223,6 +225,7 @@ class GateRun:
     norm: Normalization
     on_reference: bool = True  # the corpus the absolute checks were calibrated on
     pairing: Pairing | None = None  # stored summaries: the documents both sides have
+    length_target: tuple[int, str] | None = None  # (words, where it came from)
 
     @property
     def roles(self) -> tuple[Role, Role]:
@@ -275,7 +278,40 @@ def prepare(
     if any(ids is not None for ids in held.values()):
         run.pairing = steps.compute(pair_documents, [d.doc_id for d in docs], held)
         run.docs = paired_documents(docs, run.pairing, settings.gate.max_dropped_share)
+    stored = steps.io(stored_summary_words, run.production.uri, [d.doc_id for d in run.docs])
+    run.length_target = length_target(request.summary_words, stored, settings)
+    if request.summary_words is not None or stored:  # else each side keeps its own
+        for role in run.roles:
+            update = {"summary_words": run.length_target[0]}
+            generate = role.settings.generate.model_copy(update=update)
+            role.settings = role.settings.model_copy(update={"generate": generate})
     return run
+
+
+def stored_summary_words(uri: str, doc_ids: Sequence[str]) -> list[int] | None:
+    """The word counts of a `summaries:` URI's summaries of these documents; None for a model
+    that generates its own."""
+    scheme, _, target = uri.partition(":")
+    if scheme != SUMMARIES_SCHEME:
+        return None
+    summaries = StoredSummarizer.from_target(target).summaries
+    return [len(summaries[d].split()) for d in doc_ids if d in summaries]
+
+
+def length_target(
+    stated: int | None, production_words: Sequence[int] | None, settings: HssSettings
+) -> tuple[int, str]:
+    """The length the summarizes checks (near-empty, overlong) judge against: the stated one
+    (--summary-words), else the median length of production's stored summaries, else the length
+    the prompt asks for (generate.summary_words)."""
+    if stated is not None:
+        if stated < 1:
+            raise InputError("--summary-words must be at least 1")
+        return stated, "--summary-words"
+    if production_words:
+        median = max(1, round(float(np.median(production_words))))
+        return median, "the median length of production's stored summaries"
+    return settings.generate.summary_words, "generate.summary_words (the length asked for)"
 
 
 def stored_document_ids(uri: str) -> set[str] | None:
@@ -302,10 +338,16 @@ def paired_documents(docs: list[Document], pairing: Pairing, max_share: float) -
 def restore_production(run: GateRun, runner: ModelRunner, steps: Steps, say: Say) -> str:
     """Production's stored summaries and perturbations back into the cache when its
     fingerprint matches the baseline's; one line saying what happened."""
+    production = run.production
+    if production.uri.partition(":")[0] == SUMMARIES_SCHEME:
+        restored = "read from its summaries file (nothing generated, nothing restored)"
+        say(f"production: {restored}")
+        return restored
     stored = Path(run.settings.run.baseline_dir) / "reference"
     tools = runner.toolkit(run.settings)
-    production = run.production
-    restored = steps.io(restore_summaries, stored, production.uri, run.docs, run.settings, tools)
+    restored = steps.io(
+        restore_summaries, stored, production.uri, run.docs, production.settings, tools
+    )
     say(f"production: {restored}")
     return restored
 
@@ -449,6 +491,10 @@ def decide_gate(
         gate_decision, last.comparison, last.checks, drift, run.settings.gate, context
     )
     decision.add_note("production.restored", f"production summaries: {restored}")
+    if run.length_target is not None:
+        words, source = run.length_target
+        decision.metrics["length_target"] = {"words": words, "from": source}
+        decision.add_note("length.target", f"summary length target: {words} words, from {source}")
     if run.pairing is not None:
         decision.metrics["pairing"] = run.pairing.record()
         if run.pairing.text():

@@ -372,6 +372,7 @@ def test_gate_command_line_has_the_cli_options(monkeypatch, capsys, tmp_path):
         *("--candidate-config", str(config), "--candidate-prompt", "Summarize: {document}"),
         *("--junit", str(tmp_path / "gate.xml")),
         *("--override-by", "alice", "--override-reason", "checked by hand"),
+        *("--summary-words", "40"),
     ]
     assert flows.gate.main(argv) == 0
     assert calls["candidate"] is None and calls["candidate_config"] == str(config)
@@ -397,3 +398,4 @@ def test_gate_command_line_has_the_cli_options(monkeypatch, capsys, tmp_path):
     assert request.candidate_generate == {"prompt": "Summarize: {document}"}
     assert request.junit == str(tmp_path / "gate.xml")
     assert request.override == ("alice", "checked by hand")
+    assert request.summary_words == 40

@@ -334,3 +334,29 @@ def test_a_missing_summary_is_dropped_and_counted_above_the_share_an_error(
     (reason,) = decision["reasons"]
     assert "2 of 12 documents" in reason and "gate.max_dropped_share" in reason
     assert "\n" not in reason
+
+
+def test_the_length_target_is_stated_or_production_s_own_and_said(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    file = _summaries(tmp_path)
+    _, decision, _ = _gate(cli, tmp_path, "bad", "good", file)
+    production_words = len(FAITHFUL.split())  # every production summary has this length
+    assert decision["metrics"]["length_target"] == {
+        "words": production_words,
+        "from": "the median length of production's stored summaries",
+    }
+    assert "length.target" in {f["code"] for f in decision["findings"]}
+    assert "production summaries: read from its summaries file" in " ".join(
+        f["text"] for f in decision["findings"]
+    )
+
+    out = tmp_path / "stated"
+    args = ["gate", "--candidate", f"summaries:{file}?system=bad", "--out", str(out)]
+    args += ["--production", f"summaries:{file}?system=good", "--corpus", str(_corpus(tmp_path))]
+    stated = cli.invoke(app, [*args, "--summary-words", str(10 * production_words)])
+    decision = _strict_json((out / "decision.json").read_text())
+    assert decision["metrics"]["length_target"]["from"] == "--summary-words"
+    # production's own summaries are now under 20% of the target: near-empty, not summarizing
+    assert decision["decision"] == "block" and stated.exit_code == 1
+    assert "not_summarizing" in decision["decided_by"]
