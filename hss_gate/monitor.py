@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupporte
 from hss_gate.summary_checks import LengthPolicy, summary_flags
 from hss_gate.tables import unsupported_cell, unsupported_evidence
 
-EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2}
+EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2, "insufficient_data": 3}
 
 
 def samples_to_documents(samples: Sequence[Any]) -> list[Document]:
@@ -103,6 +104,72 @@ def served_rises(
             }
         )
     return out
+
+
+# served signals compared between the model's own windows: (column, label); higher is worse
+WINDOW_SIGNALS = (
+    ("live_low_consistency", "summaries the checker finds unsupported"),
+    ("live_unsupported_share", "entities/numbers not in the source"),
+)
+
+
+def one_sided_z(reference: Sequence[float], current: Sequence[float]) -> tuple[float, float]:
+    """One-sided two-sample z-test that the current mean is above the reference mean, with the
+    variance pooled under the null (for 0/1 values: the two-proportion z-test). Returns
+    (z, p-value); windows of one constant value give (0.0, 1.0)."""
+    n_r, n_c = len(reference), len(current)
+    if n_r == 0 or n_c == 0:
+        raise InputError("a window without samples cannot be tested")
+    pooled = [*reference, *current]
+    mean = sum(pooled) / len(pooled)
+    variance = sum((v - mean) ** 2 for v in pooled) / len(pooled)
+    diff = sum(current) / n_c - sum(reference) / n_r
+    if variance <= 1e-12:  # (nearly) constant: float rounding is no evidence
+        return 0.0, 1.0
+    z = diff / math.sqrt(variance * (1 / n_r + 1 / n_c))
+    return z, 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def window_tests(
+    reference: Mapping[str, Sequence[float]],
+    current: Mapping[str, Sequence[float]],
+    alpha: float,
+) -> list[dict[str, Any]]:
+    """Each served signal (WINDOW_SIGNALS) of the current window against the model's own
+    reference window: significantly worse when the one-sided p-value is below alpha (alpha is
+    per signal; the run's false-alarm rate is measured by scripts/monitor_power.py)."""
+    out = []
+    for column, label in WINDOW_SIGNALS:
+        ref = [float(v) for v in reference[column]]
+        cur = [float(v) for v in current[column]]
+        z, p = one_sided_z(ref, cur)
+        out.append(
+            {
+                "signal": column,
+                "label": label,
+                "reference_mean": sum(ref) / len(ref),
+                "current_mean": sum(cur) / len(cur),
+                "difference": sum(cur) / len(cur) - sum(ref) / len(ref),
+                "z": z,
+                "p_value": p,
+                "alpha": alpha,
+                "n_reference": len(ref),
+                "n_current": len(cur),
+                "worse": p < alpha,
+            }
+        )
+    return out
+
+
+def window_reasons(tests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why the current window is worse than the model's own reference (empty: it is not)."""
+    return [
+        f"served summaries: {t['label']} rose from the model's reference window "
+        f"{t['reference_mean']:.3f} (n={t['n_reference']}) to {t['current_mean']:.3f} "
+        f"(n={t['n_current']}), one-sided p={t['p_value']:.4f} < alpha {t['alpha']}"
+        for t in tests
+        if t["worse"]
+    ]
 
 
 def severity_rise(
@@ -216,5 +283,22 @@ def run_record(result: Mapping[str, Any], started: dt.datetime) -> dict[str, Any
             "kind": result.get("kind", "full"),
             "reasons": list(result["reasons"]),
             "unsupported_share": low.get("live_mean"),
+            **_window_details(result.get("windows")),
         },
+    }
+
+
+def _window_details(windows: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the store keeps of a windowed run: the model id, the reference it was compared
+    with, the window sizes and each signal's p-value (the trend)."""
+    if not windows:
+        return {}
+    reference = windows.get("reference") or {}
+    return {
+        "window_status": windows["status"],
+        "model_id": windows.get("model_id"),
+        "reference_model_id": reference.get("model_id"),
+        "n_reference": reference.get("n"),
+        "n_current": (windows.get("current") or {}).get("n"),
+        "p_values": {t["signal"]: t["p_value"] for t in windows.get("tests", [])},
     }
