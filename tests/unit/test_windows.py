@@ -66,8 +66,10 @@ def _sample(i: int, model: str = "m1", minutes: int | None = None) -> Sample:
     )
 
 
-def test_store_reads_windows_by_model_and_time(tmp_path):
-    with SampleStore(f"sqlite:///{tmp_path / 's.sqlite'}") as store:
+def check_reference_windows(url: str) -> None:
+    """The store's windows by model and time, and its reference windows (run on every backend
+    by test_samples.StoreBehaviours)."""
+    with SampleStore(url) as store:
         store.ingest(
             [_sample(i, "m1") for i in range(5)] + [_sample(i, "m2", 10 + i) for i in range(3)]
         )
