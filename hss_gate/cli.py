@@ -223,7 +223,7 @@ def _finish(verdict: str, reasons: Sequence[str], code: int, written: Path, erro
     style = "green" if code == 0 else "red"
     stem = written.stem
     console.print(
-        f"[bold {style}]{verdict.upper()}[/] (exit {code}); "
+        f"[bold {style}]{verdict.upper().replace('_', ' ')}[/] (exit {code}); "
         f"wrote {written}, {stem}.md, {stem}.html",
         highlight=False,
     )
