@@ -28,7 +28,21 @@ PER_HOUR = 20  # = monitor.sample_size: one run's current window per hour of tra
 
 
 @pytest.fixture()
-def hss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def store_url(request: pytest.FixtureRequest, tmp_path: Path):
+    """An empty store: SQLite, or (parametrized "postgresql") PostgreSQL when
+    HSS_TEST_POSTGRES_URL names a server."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.sqlite'}"
+        return
+    from tests.integration import test_samples_postgres as postgres
+
+    if not postgres.POSTGRES_URL:
+        pytest.skip("HSS_TEST_POSTGRES_URL is not set")
+    yield from postgres.store_url.__wrapped__()
+
+
+@pytest.fixture()
+def hss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_url: str):
     """Run `hss monitor --served-only` on a fresh store with the fake checker; returns
     (invoke, store url); invoke(*args) -> (exit code, monitor.json)."""
     monkeypatch.chdir(REPO)
@@ -40,7 +54,7 @@ def hss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HSS_MONITOR__REFERENCE_WINDOW", "100")
     monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", str(PER_HOUR))
     monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
-    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    url = store_url
     runner = CliRunner()
     out = tmp_path / "monitor"
 
@@ -81,6 +95,7 @@ def _traffic(url: str, start: int, n: int, model: str, inventing: bool) -> None:
         store.ingest(samples)
 
 
+@pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
 def test_hourly_runs_stay_healthy_then_turn_unhealthy_after_a_switch(hss):
     invoke, url = hss
     _traffic(url, 0, 100, "m1", inventing=False)  # hours 0-4: the reference window
