@@ -106,28 +106,42 @@ def served_rises(
     return out
 
 
-# served signals compared between the model's own windows: (column, label); higher is worse
+# served signals compared between the model's own windows, each a 0/1 flag per summary (the
+# per-summary share of unsupported entities is mostly 0 with a long tail; its flag is exact):
+# (name, label); higher is worse
 WINDOW_SIGNALS = (
     ("live_low_consistency", "summaries the checker finds unsupported"),
-    ("live_unsupported_share", "entities/numbers not in the source"),
+    ("live_any_unsupported", "summaries with an entity/number not in the source"),
 )
 
 
-def one_sided_z(reference: Sequence[float], current: Sequence[float]) -> tuple[float, float]:
-    """One-sided two-sample z-test that the current mean is above the reference mean, with the
-    variance pooled under the null (for 0/1 values: the two-proportion z-test). Returns
-    (z, p-value); windows of one constant value give (0.0, 1.0)."""
+def window_signal_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """The window signals (WINDOW_SIGNALS) of served summaries' signal rows
+    (`live_summary_signals`): 1.0 where the summary is flagged."""
+    return {
+        "live_low_consistency": [float(bool(r["live_low_consistency"])) for r in rows],
+        "live_any_unsupported": [float(float(r["live_unsupported_share"]) > 0) for r in rows],
+    }
+
+
+def one_sided_fisher(reference: Sequence[float], current: Sequence[float]) -> float:
+    """One-sided Fisher exact test that the current window's share of flagged summaries (0/1
+    values) is above the reference window's: P(X >= flagged now) for X hypergeometric, with
+    both windows' flags pooled under the null. Exact, so conservative at any window size (a
+    two-proportion z-test at 20 samples called false alarms up to 5x too often on rare flags)."""
     n_r, n_c = len(reference), len(current)
     if n_r == 0 or n_c == 0:
         raise InputError("a window without samples cannot be tested")
-    pooled = [*reference, *current]
-    mean = sum(pooled) / len(pooled)
-    variance = sum((v - mean) ** 2 for v in pooled) / len(pooled)
-    diff = sum(current) / n_c - sum(reference) / n_r
-    if variance <= 1e-12:  # (nearly) constant: float rounding is no evidence
-        return 0.0, 1.0
-    z = diff / math.sqrt(variance * (1 / n_r + 1 / n_c))
-    return z, 0.5 * math.erfc(z / math.sqrt(2))
+    if any(v not in (0.0, 1.0) for v in (*reference, *current)):
+        raise InputError("window signals are 0/1 flags")
+    k_c = int(sum(current))
+    total, flagged = n_r + n_c, int(sum(reference)) + k_c
+    ways = math.comb(total, n_c)
+    tail = sum(
+        math.comb(flagged, x) * math.comb(total - flagged, n_c - x)
+        for x in range(k_c, min(flagged, n_c) + 1)
+    )
+    return min(1.0, tail / ways)
 
 
 def window_tests(
@@ -135,14 +149,15 @@ def window_tests(
     current: Mapping[str, Sequence[float]],
     alpha: float,
 ) -> list[dict[str, Any]]:
-    """Each served signal (WINDOW_SIGNALS) of the current window against the model's own
-    reference window: significantly worse when the one-sided p-value is below alpha (alpha is
-    per signal; the run's false-alarm rate is measured by scripts/monitor_power.py)."""
+    """Each served signal (WINDOW_SIGNALS, 0/1 flags) of the current window against the
+    model's own reference window: significantly worse when the one-sided Fisher exact p-value
+    is below alpha (alpha is per signal; the run's false-alarm rate is measured by
+    scripts/monitor_power.py, docs/MONITORING.md)."""
     out = []
     for column, label in WINDOW_SIGNALS:
         ref = [float(v) for v in reference[column]]
         cur = [float(v) for v in current[column]]
-        z, p = one_sided_z(ref, cur)
+        p = one_sided_fisher(ref, cur)
         out.append(
             {
                 "signal": column,
@@ -150,7 +165,6 @@ def window_tests(
                 "reference_mean": sum(ref) / len(ref),
                 "current_mean": sum(cur) / len(cur),
                 "difference": sum(cur) / len(cur) - sum(ref) / len(ref),
-                "z": z,
                 "p_value": p,
                 "alpha": alpha,
                 "n_reference": len(ref),

@@ -243,11 +243,12 @@ class MonitorSettings(BaseModel):
         "docs/MONITORING.md",
     )
     window_alpha: float = Field(
-        0.005,
+        0.001,
         gt=0.0,
         lt=1.0,
-        description="--served-only: one-sided p-value below which a served signal of the "
-        "current window is significantly worse than the reference window's (per signal)",
+        description="--served-only: one-sided Fisher p-value below which a served signal of the "
+        "current window is significantly worse than the reference window's (per signal); 0.001 "
+        "from the false-alarm table in docs/MONITORING.md",
     )
     floor_blocking: bool = Field(
         False,

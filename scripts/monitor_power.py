@@ -6,12 +6,13 @@ usage:
       and entity tagger once: OUT_CSV (default outputs/monitor_power/signals.csv) gets each
       summary's served signals; prints the throughput (summaries per hour on this machine).
   python scripts/monitor_power.py simulate [OUT_CSV] [--runs 2400] [--system bart]
-                                           [--current 20,50]
+                                           [--current 20,50] [--alpha 0.001]
       resample an unchanged stream of one system's scored summaries: the per-run and per-day
       (24 hourly runs) false-alarm rate of `window_tests` at the configured window sizes and
       alpha, with 95% Wilson CIs; then the power against a drop of the consistent-summary
       share (healthy summaries replaced by flagged ones) and the smallest drop seen with 80%;
-      --current: other current window sizes (default monitor.sample_size).
+      --current: other current window sizes (default monitor.sample_size), --alpha another
+      alpha (default monitor.window_alpha).
 
 The simulation draws windows with replacement from one system's 250 scored summaries: the
 reference window once per simulated day, then 24 disjoint current windows (hourly runs whose
@@ -83,27 +84,26 @@ def _wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _draw(rng: random.Random, pool: list[dict], n: int) -> dict[str, list[float]]:
-    rows = [rng.choice(pool) for _ in range(n)]
-    return {
-        "live_low_consistency": [float(r["live_low_consistency"]) for r in rows],
-        "live_unsupported_share": [float(r["live_unsupported_share"]) for r in rows],
-    }
+def _draw(rng: random.Random, pool: list[dict], n: int) -> list[dict]:
+    return [rng.choice(pool) for _ in range(n)]
 
 
-def _degrade(rng: random.Random, window: dict[str, list[float]], drop: float, bad: list[dict]):
+def _degrade(rng: random.Random, window: list[dict], drop: float, bad: list[dict]) -> list[dict]:
     """Each summary of the window is, with probability `drop`, replaced by a flagged one (the
     consistent share falls by `drop` times the healthy share)."""
-    out = {k: list(v) for k, v in window.items()}
-    for i in range(len(out["live_low_consistency"])):
-        if rng.random() < drop:
-            row = rng.choice(bad)
-            out["live_low_consistency"][i] = 1.0
-            out["live_unsupported_share"][i] = float(row["live_unsupported_share"])
-    return out
+    return [rng.choice(bad) if rng.random() < drop else row for row in window]
 
 
-def simulate(path: Path, runs: int, system: str, sizes: list[int] | None = None) -> None:
+def _alarm(reference: list[dict], current: list[dict], alpha: float) -> bool:
+    from hss_gate.monitor import window_signal_values, window_tests
+
+    tests = window_tests(window_signal_values(reference), window_signal_values(current), alpha)
+    return any(t["worse"] for t in tests)
+
+
+def simulate(
+    path: Path, runs: int, system: str, sizes: list[int] | None = None, alpha: float | None = None
+) -> None:
     """The false alarms at the configured sizes, then the power table for each current size."""
     import pandas as pd
 
@@ -111,14 +111,13 @@ def simulate(path: Path, runs: int, system: str, sizes: list[int] | None = None)
 
     monitor = load_settings("params.yaml").monitor
     frame = pd.read_csv(path)
+    alpha = alpha or monitor.window_alpha
     for size in sizes or [monitor.sample_size]:
-        _simulate(frame, runs, system, monitor.reference_window, size, monitor.window_alpha)
+        _simulate(frame, runs, system, monitor.reference_window, size, alpha)
         print()
 
 
 def _simulate(frame, runs: int, system: str, n_ref: int, n_cur: int, alpha: float) -> None:
-    from hss_gate.monitor import window_tests
-
     pool = frame[frame["model_id"] == system].to_dict("records")
     bad = frame[frame["live_low_consistency"]].to_dict("records")
     base = sum(r["live_low_consistency"] for r in pool) / len(pool)
@@ -131,8 +130,7 @@ def _simulate(frame, runs: int, system: str, n_ref: int, n_cur: int, alpha: floa
         reference = _draw(rng, pool, n_ref)
         day = False
         for _ in range(24):
-            tests = window_tests(reference, _draw(rng, pool, n_cur), alpha)
-            if any(t["worse"] for t in tests):
+            if _alarm(reference, _draw(rng, pool, n_cur), alpha):
                 alarms += 1
                 day = True
         days_alarmed += day
@@ -144,7 +142,7 @@ def _simulate(frame, runs: int, system: str, n_ref: int, n_cur: int, alpha: floa
         f"days of 24 hourly runs with any false alarm: {days_alarmed}/{days} = "
         f"{days_alarmed / days:.3f} [{dlow:.3f}, {dhigh:.3f}]"
     )
-    print("| drop in consistent share | flagged share after | power |")
+    print("| drop in the share the checker finds consistent | flagged share after | power |")
     print("|---|---|---|")
     found = None
     for step in range(1, 21):
@@ -156,11 +154,19 @@ def _simulate(frame, runs: int, system: str, n_ref: int, n_cur: int, alpha: floa
         for _ in range(n):
             reference = _draw(rng, pool, n_ref)
             current = _degrade(rng, _draw(rng, pool, n_cur), drop / (1 - base), bad)
-            hits += any(t["worse"] for t in window_tests(reference, current, alpha))
+            hits += _alarm(reference, current, alpha)
         print(f"| {drop:.2f} | {base + drop:.2f} | {hits / n:.2f} |")
         if found is None and hits / n >= 0.8:
             found = drop
     print(f"smallest drop detected with 80% power: {found}")
+    for other in sorted(set(frame["model_id"]) - {system}):  # a real switch of summarizer
+        after = frame[frame["model_id"] == other].to_dict("records")
+        n = max(200, runs // 4)
+        hits = sum(
+            _alarm(_draw(rng, pool, n_ref), _draw(rng, after, n_cur), alpha) for _ in range(n)
+        )
+        flagged = sum(r["live_low_consistency"] for r in after) / len(after)
+        print(f"switch to {other} ({flagged:.1%} flagged): unhealthy in {hits / n:.2f} of runs")
     labelled = frame.dropna(subset=["factual"])
     if found is not None and len(labelled):
         flags = labelled["live_low_consistency"].astype(bool)
@@ -184,7 +190,7 @@ def main(argv: list[str]) -> None:
         score(frank, Path(argv[2]) if len(argv) > 2 else SIGNALS)
         return
     rest = argv[1:]
-    options = {"--runs": "2400", "--system": "bart", "--current": ""}
+    options = {"--runs": "2400", "--system": "bart", "--current": "", "--alpha": ""}
     positional = []
     while rest:
         item = rest.pop(0)
@@ -197,6 +203,7 @@ def main(argv: list[str]) -> None:
         int(options["--runs"]),
         options["--system"],
         [int(n) for n in options["--current"].split(",") if n],
+        float(options["--alpha"]) if options["--alpha"] else None,
     )
 
 

@@ -202,7 +202,7 @@ def window_values(
 ) -> tuple[dict[str, list[float]], bool]:
     """The served signals of the reference window: the stored ones when they were scored by
     this checker for these samples, else scored now (True: to be stored)."""
-    from hss_gate.monitor import WINDOW_SIGNALS
+    from hss_gate.monitor import window_signal_values
 
     ids = [s.sample_id for s in samples]
     if (
@@ -212,8 +212,7 @@ def window_values(
         and stored.get("values")
     ):
         return {k: list(v) for k, v in stored["values"].items()}, False
-    rows = served_signals(samples, tools, settings)
-    return {c: [float(r[c]) for r in rows] for c, _ in WINDOW_SIGNALS}, True
+    return window_signal_values(served_signals(samples, tools, settings)), True
 
 
 def compare_windows(
@@ -226,7 +225,7 @@ def compare_windows(
 ) -> dict[str, Any]:
     """The current window (the newest samples of the model id) against the model's reference
     window: {"status": "compared" | "insufficient_data", the windows, the tests, reasons}."""
-    from hss_gate.monitor import WINDOW_SIGNALS, window_tests
+    from hss_gate.monitor import window_signal_values, window_tests
 
     monitor = settings.monitor
     model_id = window_model(store, monitor, recent)
@@ -275,7 +274,7 @@ def compare_windows(
             values=values,
         )
     cur = live[live["model_id"] == model_id]
-    current_values = {c: [float(v) for v in cur[c]] for c, _ in WINDOW_SIGNALS}
+    current_values = window_signal_values(cur.to_dict("records"))
     tests = steps.compute(window_tests, values, current_values, monitor.window_alpha)
     return windows | {
         "status": "compared",

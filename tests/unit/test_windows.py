@@ -3,14 +3,19 @@ reference windows and in-place upgrade (issue 24)."""
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from hss_gate.errors import InputError
-from hss_gate.monitor import EXIT_CODES, one_sided_z, window_reasons, window_tests
+from hss_gate.monitor import (
+    EXIT_CODES,
+    one_sided_fisher,
+    window_reasons,
+    window_signal_values,
+    window_tests,
+)
 from hss_gate.samples import Sample, SampleStore
 
 pytestmark = pytest.mark.unit
@@ -18,29 +23,32 @@ pytestmark = pytest.mark.unit
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 
-def test_one_sided_z_is_the_two_proportion_test_on_flags():
-    # 10 of 100 flagged in the reference, 10 of 20 now: pooled p = 1/6
-    z, p = one_sided_z([1.0] * 10 + [0.0] * 90, [1.0] * 10 + [0.0] * 10)
-    se = math.sqrt((1 / 6) * (5 / 6) * (1 / 100 + 1 / 20))
-    assert z == pytest.approx(0.4 / se) and z == pytest.approx(4.382, abs=1e-3)
-    assert p == pytest.approx(0.5 * math.erfc(z / math.sqrt(2))) and p < 1e-5
-    # one-sided: a better current window is nowhere near significant
-    z, p = one_sided_z([1.0] * 10 + [0.0] * 10, [1.0] * 10 + [0.0] * 90)
-    assert z < 0 and p > 0.99
-    assert one_sided_z([0.0] * 5, [0.0] * 3) == (0.0, 1.0)
+def test_one_sided_fisher_is_the_exact_test_scipy_computes():
+    stats = pytest.importorskip("scipy.stats")
+    cases = [(10, 100, 10, 20), (2, 100, 3, 20), (44, 100, 9, 20), (0, 100, 0, 20), (5, 40, 1, 50)]
+    for k_r, n_r, k_c, n_c in cases:
+        reference = [1.0] * k_r + [0.0] * (n_r - k_r)
+        current = [1.0] * k_c + [0.0] * (n_c - k_c)
+        table = [[k_c, n_c - k_c], [k_r, n_r - k_r]]
+        expected = stats.fisher_exact(table, alternative="greater").pvalue
+        assert one_sided_fisher(reference, current) == pytest.approx(expected, rel=1e-9)
+    # one-sided: 10 of 20 flagged in the reference, 10 of 100 now is no alarm
+    assert one_sided_fisher([1.0] * 10 + [0.0] * 10, [1.0] * 10 + [0.0] * 90) > 0.99
     with pytest.raises(InputError):
-        one_sided_z([], [1.0])
+        one_sided_fisher([], [1.0])
+    with pytest.raises(InputError, match="0/1"):
+        one_sided_fisher([0.5], [1.0])
 
 
 def test_window_tests_flag_only_the_signal_that_got_worse():
     reference = {
         "live_low_consistency": [0.0] * 90 + [1.0] * 10,
-        "live_unsupported_share": [0.1] * 100,
+        "live_any_unsupported": [1.0] * 10 + [0.0] * 90,
     }
-    current = {"live_low_consistency": [1.0] * 12 + [0.0] * 8, "live_unsupported_share": [0.1] * 20}
+    current = {"live_low_consistency": [1.0] * 12 + [0.0] * 8, "live_any_unsupported": [0.0] * 20}
     tests = window_tests(reference, current, alpha=0.005)
     by = {t["signal"]: t for t in tests}
-    assert by["live_low_consistency"]["worse"] and not by["live_unsupported_share"]["worse"]
+    assert by["live_low_consistency"]["worse"] and not by["live_any_unsupported"]["worse"]
     assert by["live_low_consistency"]["n_reference"] == 100
     assert by["live_low_consistency"]["n_current"] == 20
     assert by["live_low_consistency"]["difference"] == pytest.approx(0.5)
@@ -49,6 +57,17 @@ def test_window_tests_flag_only_the_signal_that_got_worse():
     # the same rise at a stricter alpha than its p-value is not called
     p = by["live_low_consistency"]["p_value"]
     assert not any(t["worse"] for t in window_tests(reference, current, alpha=p / 2))
+
+
+def test_window_signals_are_flags_of_the_served_signal_rows():
+    rows = [
+        {"live_low_consistency": True, "live_unsupported_share": 0.0},
+        {"live_low_consistency": False, "live_unsupported_share": 0.25},
+    ]
+    assert window_signal_values(rows) == {
+        "live_low_consistency": [1.0, 0.0],
+        "live_any_unsupported": [0.0, 1.0],
+    }
 
 
 def test_insufficient_data_has_its_own_exit_code():
