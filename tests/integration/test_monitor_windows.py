@@ -133,7 +133,7 @@ def test_hourly_runs_stay_healthy_then_turn_unhealthy_after_a_switch(hss):
     assert stored["sample_ids"][0] == "m1-0" and stored["sample_ids"][-1] == "m1-99"
 
 
-def test_a_new_model_id_is_compared_with_the_previous_models_reference(hss):
+def test_a_new_model_id_is_compared_with_the_previous_models_reference(hss, tmp_path):
     invoke, url = hss
     _traffic(url, 0, 120, "m1", inventing=False)
     _traffic(url, 120, 20, "m2", inventing=True)  # a worse deploy, its own reference incomplete
@@ -143,6 +143,14 @@ def test_a_new_model_id_is_compared_with_the_previous_models_reference(hss):
     assert windows["model_id"] == "m2" and windows["current"]["n"] == 20
     assert windows["reference"]["model_id"] == "m1"
     assert windows["reference"]["instead_of"] == "m2"
+    markdown = (tmp_path / "monitor" / "monitor.md").read_text()
+    assert "**Windows of the model's own traffic**" in markdown
+    assert "| reference | m1 | 100 | 2026-06-01T00:00:00+00:00 | 2026-06-01T04:57:00+00:00 |" in (
+        markdown
+    )
+    assert "| current | m2 | 20 | 2026-06-01T06:00:00+00:00 |" in markdown
+    page = (tmp_path / "monitor" / "monitor.html").read_text()
+    assert "Absolute floor: the production reference corpus" in page and "one-sided p" in page
 
 
 def test_a_faithful_new_model_id_is_healthy_against_its_predecessor(hss):
