@@ -504,7 +504,10 @@ def monitor_markdown(result: Mapping[str, Any]) -> str:
         lines += _md_table(WINDOW_HEADERS, spans)
     if tests:
         lines += ["", *_md_table(WINDOW_TEST_HEADERS, tests)]
-    lines += [f"- {n}" for n in result.get("notes", [])]
+    if spans:
+        lines += ["", "**Absolute floor: the production reference corpus**"]
+    if result.get("notes"):
+        lines += ["", *[f"- {n}" for n in result["notes"]]]
     rows = _monitor_rows(result)
     if rows:
         lines += ["", *_md_table(["signal", "live", "reference", "difference [CI]"], rows)]
