@@ -53,6 +53,17 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _iso(value: str, option: str) -> Any:
+    """An ISO 8601 option as an aware datetime (naive = UTC); a bad one exits 2."""
+    from datetime import UTC, datetime
+
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InputError(f"{option}: not an ISO 8601 timestamp: {value[:60]!r}") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
 def _say(line: str) -> None:
     console.print(line, highlight=False)
 
@@ -217,7 +228,7 @@ def _finish(verdict: str, reasons: Sequence[str], code: int, written: Path, erro
     style = "green" if code == 0 else "red"
     stem = written.stem
     console.print(
-        f"[bold {style}]{verdict.upper()}[/] (exit {code}); "
+        f"[bold {style}]{verdict.upper().replace('_', ' ')}[/] (exit {code}); "
         f"wrote {written}, {stem}.md, {stem}.html",
         highlight=False,
     )
@@ -359,16 +370,48 @@ def monitor(
     sample_size: Annotated[
         int | None, typer.Option(help="most recent samples (default: monitor.sample_size)")
     ] = None,
-    served_only: Annotated[bool, typer.Option(help="the served summaries alone")] = False,
+    served_only: Annotated[
+        bool,
+        typer.Option(
+            help="the served summaries alone: the current window against the model's own "
+            "reference window"
+        ),
+    ] = False,
+    set_reference: Annotated[
+        bool,
+        typer.Option(
+            help="pin the model id's reference window to --since/--until (stored) and exit"
+        ),
+    ] = False,
+    since: Annotated[
+        str | None, typer.Option(help="with --set-reference: from (ISO 8601; naive = UTC)")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="with --set-reference: until, excluded (ISO 8601)")
+    ] = None,
+    model_id: Annotated[
+        str | None,
+        typer.Option(help="with --set-reference: the model id (default: the newest sample's)"),
+    ] = None,
     out: OutOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
-    """Check recent production traffic: exit 0 = healthy, 1 = unsupported served summaries,
-    drift or a severity rise, 2 = error."""
+    """Check recent production traffic: exit 0 = healthy, 1 = unsupported served summaries
+    (with --served-only: significantly worse than the model's own reference window), drift or
+    a severity rise, 2 = error, 3 = insufficient data (--served-only: no reference window yet,
+    or too few samples for a reference and a current window that do not overlap)."""
     from hss_gate.monitor import EXIT_CODES
     from hss_gate.runner import LocalRunner
-    from hss_gate.workflows.monitor import MonitorRequest, run_monitor
+    from hss_gate.workflows.monitor import MonitorRequest, pin_reference, run_monitor
 
+    if set_reference:
+        if since is None or until is None:
+            _fail("--set-reference needs --since and --until")
+        url = samples or _settings(params).monitor.samples_url
+        start, end = _iso(since, "--since"), _iso(until, "--until")
+        pinned, n = pin_reference(url, model_id or _settings(params).monitor.model_id, start, end)
+        _say(f"reference window of {pinned!r}: {n} samples from {start} until {end} (pinned)")
+        return
     request = MonitorRequest(samples, model, sample_size, out, served_only)
     with progress_reporter(console) as progress:
         outcome = run_monitor(

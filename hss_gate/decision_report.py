@@ -20,6 +20,7 @@ VERDICT = {
     "error": "COULD NOT DECIDE (fails closed)",
     "healthy": "HEALTHY",
     "unhealthy": "UNHEALTHY",
+    "insufficient_data": "INSUFFICIENT DATA (no reference window yet)",
 }
 
 _CSS = """
@@ -449,6 +450,39 @@ def _monitor_rows(result: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
+WINDOW_HEADERS = ["window", "model id", "samples", "from", "to"]
+WINDOW_TEST_HEADERS = ["signal", "reference", "current", "difference", "one-sided p", "alpha"]
+
+
+def _window_rows(result: Mapping[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
+    """--served-only: the two windows side by side (sizes, time ranges) and each signal's test."""
+    windows = result.get("windows") or {}
+    if not windows.get("reference"):
+        return [], []
+    ref, cur = windows["reference"], windows["current"]
+    pinned = " (pinned)" if ref.get("pinned") else ""
+    spans = [
+        ["reference" + pinned, str(ref.get("model_id")), str(ref["n"]), *_span(ref)],
+        ["current", str(windows.get("model_id")), str(cur["n"]), *_span(cur)],
+    ]
+    tests = [
+        [
+            t["label"],
+            _num(t["reference_mean"]),
+            _num(t["current_mean"]),
+            f"{t['difference']:+.3f}",
+            f"{t['p_value']:.4f}",
+            str(t["alpha"]),
+        ]
+        for t in windows.get("tests", [])
+    ]
+    return spans, tests
+
+
+def _span(window: Mapping[str, Any]) -> list[str]:
+    return [str(window.get("first") or ""), str(window.get("last") or "")]
+
+
 def _trend_rows(result: Mapping[str, Any]) -> list[list[Any]]:
     return [
         [
@@ -477,6 +511,16 @@ def monitor_markdown(result: Mapping[str, Any]) -> str:
         "",
         *[f"- {r}" for r in result.get("reasons", [])],
     ]
+    spans, tests = _window_rows(result)
+    if spans:
+        lines += ["", "**Windows of the model's own traffic**", ""]
+        lines += _md_table(WINDOW_HEADERS, spans)
+    if tests:
+        lines += ["", *_md_table(WINDOW_TEST_HEADERS, tests)]
+    if spans:
+        lines += ["", "**Absolute floor: the production reference corpus**"]
+    if result.get("notes"):
+        lines += ["", *[f"- {n}" for n in result["notes"]]]
     rows = _monitor_rows(result)
     if rows:
         lines += ["", *_md_table(["signal", "live", "reference", "difference [CI]"], rows)]
@@ -499,8 +543,18 @@ def monitor_html(result: Mapping[str, Any]) -> str:
         f"run {esc(str(result.get('run_id')))}.</p>",
         "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in result.get("reasons", [])) + "</ul>",
     ]
+    spans, tests = _window_rows(result)
+    if spans:
+        parts.append("<h2>Windows of the model's own traffic</h2>")
+        parts.append(_html_table(WINDOW_HEADERS, spans))
+    if tests:
+        parts.append(_html_table(WINDOW_TEST_HEADERS, tests))
+    if result.get("notes"):
+        parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in result["notes"]) + "</ul>")
     rows = _monitor_rows(result)
     if rows:
+        if spans:
+            parts.append("<h2>Absolute floor: the production reference corpus</h2>")
         parts.append(_html_table(["signal", "live", "reference", "difference [CI]"], rows))
     if result.get("drift"):
         parts.append(_drift_html(result["drift"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupporte
 from hss_gate.summary_checks import LengthPolicy, summary_flags
 from hss_gate.tables import unsupported_cell, unsupported_evidence
 
-EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2}
+EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2, "insufficient_data": 3}
 
 
 def samples_to_documents(samples: Sequence[Any]) -> list[Document]:
@@ -103,6 +104,86 @@ def served_rises(
             }
         )
     return out
+
+
+# served signals compared between the model's own windows, each a 0/1 flag per summary (the
+# per-summary share of unsupported entities is mostly 0 with a long tail; its flag is exact):
+# (name, label); higher is worse
+WINDOW_SIGNALS = (
+    ("live_low_consistency", "summaries the checker finds unsupported"),
+    ("live_any_unsupported", "summaries with an entity/number not in the source"),
+)
+
+
+def window_signal_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """The window signals (WINDOW_SIGNALS) of served summaries' signal rows
+    (`live_summary_signals`): 1.0 where the summary is flagged."""
+    return {
+        "live_low_consistency": [float(bool(r["live_low_consistency"])) for r in rows],
+        "live_any_unsupported": [float(float(r["live_unsupported_share"]) > 0) for r in rows],
+    }
+
+
+def one_sided_fisher(reference: Sequence[float], current: Sequence[float]) -> float:
+    """One-sided Fisher exact test that the current window's share of flagged summaries (0/1
+    values) is above the reference window's: P(X >= flagged now) for X hypergeometric, with
+    both windows' flags pooled under the null. Exact, so conservative at any window size (a
+    two-proportion z-test at 20 samples called false alarms up to 5x too often on rare flags)."""
+    n_r, n_c = len(reference), len(current)
+    if n_r == 0 or n_c == 0:
+        raise InputError("a window without samples cannot be tested")
+    if any(v not in (0.0, 1.0) for v in (*reference, *current)):
+        raise InputError("window signals are 0/1 flags")
+    k_c = int(sum(current))
+    total, flagged = n_r + n_c, int(sum(reference)) + k_c
+    ways = math.comb(total, n_c)
+    tail = sum(
+        math.comb(flagged, x) * math.comb(total - flagged, n_c - x)
+        for x in range(k_c, min(flagged, n_c) + 1)
+    )
+    return min(1.0, tail / ways)
+
+
+def window_tests(
+    reference: Mapping[str, Sequence[float]],
+    current: Mapping[str, Sequence[float]],
+    alpha: float,
+) -> list[dict[str, Any]]:
+    """Each served signal (WINDOW_SIGNALS, 0/1 flags) of the current window against the
+    model's own reference window: significantly worse when the one-sided Fisher exact p-value
+    is below alpha (alpha is per signal; the run's false-alarm rate is measured by
+    scripts/monitor_power.py, docs/MONITORING.md)."""
+    out = []
+    for column, label in WINDOW_SIGNALS:
+        ref = [float(v) for v in reference[column]]
+        cur = [float(v) for v in current[column]]
+        p = one_sided_fisher(ref, cur)
+        out.append(
+            {
+                "signal": column,
+                "label": label,
+                "reference_mean": sum(ref) / len(ref),
+                "current_mean": sum(cur) / len(cur),
+                "difference": sum(cur) / len(cur) - sum(ref) / len(ref),
+                "p_value": p,
+                "alpha": alpha,
+                "n_reference": len(ref),
+                "n_current": len(cur),
+                "worse": p < alpha,
+            }
+        )
+    return out
+
+
+def window_reasons(tests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why the current window is worse than the model's own reference (empty: it is not)."""
+    return [
+        f"served summaries: {t['label']} rose from the model's reference window "
+        f"{t['reference_mean']:.3f} (n={t['n_reference']}) to {t['current_mean']:.3f} "
+        f"(n={t['n_current']}), one-sided p={t['p_value']:.4f} < alpha {t['alpha']}"
+        for t in tests
+        if t["worse"]
+    ]
 
 
 def severity_rise(
@@ -216,5 +297,22 @@ def run_record(result: Mapping[str, Any], started: dt.datetime) -> dict[str, Any
             "kind": result.get("kind", "full"),
             "reasons": list(result["reasons"]),
             "unsupported_share": low.get("live_mean"),
+            **_window_details(result.get("windows")),
         },
+    }
+
+
+def _window_details(windows: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the store keeps of a windowed run: the model id, the reference it was compared
+    with, the window sizes and each signal's p-value (the trend)."""
+    if not windows:
+        return {}
+    reference = windows.get("reference") or {}
+    return {
+        "window_status": windows["status"],
+        "model_id": windows.get("model_id"),
+        "reference_model_id": reference.get("model_id"),
+        "n_reference": reference.get("n"),
+        "n_current": (windows.get("current") or {}).get("n"),
+        "p_values": {t["signal"]: t["p_value"] for t in windows.get("tests", [])},
     }

@@ -128,7 +128,7 @@ class MonitorRun(BaseModel):
     ci_high: float | None = None
     drift: bool = False
     drifted_columns: list[str] = Field(default_factory=list)
-    decision: Literal["healthy", "unhealthy", "error"]
+    decision: Literal["healthy", "unhealthy", "error", "insufficient_data"]
     details: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("started_at")
@@ -426,6 +426,54 @@ MONITOR_RUNS = sa.Table(
 )
 
 
+# One reference window per model id: pinned (`hss monitor --set-reference`: a time range) or
+# the model's first `monitor.reference_window` samples; `values` holds the served signals of
+# its samples as scored by the checker `checker` (rescored when the checker changes).
+REFERENCES = sa.Table(
+    "reference_windows",
+    _METADATA,
+    sa.Column("model_id", sa.String(), primary_key=True),
+    sa.Column("pinned", sa.Boolean(), nullable=False),
+    sa.Column("since", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("until", sa.DateTime(timezone=True), nullable=True),
+    sa.Column("sample_ids", sa.JSON(), nullable=True),
+    sa.Column("checker", sa.String(), nullable=True),
+    sa.Column("values", sa.JSON(), nullable=True),
+    sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+
+def migrate(engine: Engine) -> list[str]:
+    """Upgrade a store in place, nothing lost: create missing tables, then add missing columns
+    (nullable ones only: every column added after the first release must be nullable).
+    Returns what was added ("table" or "table.column")."""
+    added: list[str] = []
+    inspector = sa.inspect(engine)
+    existing = set(inspector.get_table_names())
+    added += [t.name for t in _METADATA.sorted_tables if t.name not in existing]
+    _METADATA.create_all(engine)
+    with engine.begin() as conn:
+        for table in _METADATA.sorted_tables:
+            if table.name not in existing:
+                continue
+            have = {c["name"] for c in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name in have:
+                    continue
+                if not column.nullable:
+                    raise StoreError(f"cannot add the required column {table.name}.{column.name}")
+                kind = column.type.compile(dialect=engine.dialect)
+                preparer = engine.dialect.identifier_preparer
+                conn.execute(
+                    sa.text(
+                        f"ALTER TABLE {preparer.quote(table.name)} "
+                        f"ADD COLUMN {preparer.quote(column.name)} {kind}"
+                    )
+                )
+                added.append(f"{table.name}.{column.name}")
+    return added
+
+
 def _reason(exc: BaseException, password: str | None) -> str:
     """One line from a driver error, without SQLAlchemy's trailer or the password."""
     text = str(getattr(exc, "orig", None) or exc)
@@ -444,8 +492,9 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 class SampleStore:
     """Production samples and monitor runs in a SQL database (SQLite or PostgreSQL).
 
-    Creates the ``samples`` and ``monitor_runs`` tables when absent (and, for SQLite, the
-    database file's directory). Every database failure raises :class:`StoreError` with the
+    Creates the ``samples``, ``monitor_runs`` and ``reference_windows`` tables when absent (and,
+    for SQLite, the database file's directory) and upgrades an older store in place
+    (:func:`migrate`). Every database failure raises :class:`StoreError` with the
     password masked. Usable as a context manager.
     """
 
@@ -461,7 +510,7 @@ class SampleStore:
         self._password = parsed.password
         self._engine = self._create_engine(parsed, connect_timeout)
         try:
-            _METADATA.create_all(self._engine)
+            self.migrated = migrate(self._engine)
         except sa.exc.SQLAlchemyError as exc:
             self._engine.dispose()
             raise StoreError(f"cannot open the sample store {self.url}: {self._why(exc)}") from exc
@@ -549,6 +598,101 @@ class SampleStore:
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"{self.url}: cannot read samples: {self._why(exc)}") from exc
         return [Sample.model_validate(dict(row)) for row in rows]
+
+    def _samples(self, query: sa.Select, what: str) -> list[Sample]:
+        try:
+            with self._engine.connect() as conn:
+                rows = conn.execute(query).mappings().all()
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"{self.url}: cannot read {what}: {self._why(exc)}") from exc
+        return [Sample.model_validate(dict(row)) for row in rows]
+
+    def first(self, n: int, model_id: str) -> list[Sample]:
+        """The n oldest samples of a model id by timestamp (ties: ingest order), oldest first."""
+        query = (
+            sa.select(*(SAMPLES.c[name] for name in SAMPLE_FIELDS))
+            .where(SAMPLES.c.model_id == model_id)
+            .order_by(SAMPLES.c.timestamp, SAMPLES.c.seq)
+            .limit(max(n, 0))
+        )
+        return self._samples(query, "samples")
+
+    def between(self, model_id: str, since: datetime, until: datetime) -> list[Sample]:
+        """A model id's samples with since <= timestamp < until, oldest first."""
+        query = (
+            sa.select(*(SAMPLES.c[name] for name in SAMPLE_FIELDS))
+            .where(
+                SAMPLES.c.model_id == model_id,
+                SAMPLES.c.timestamp >= _utc(since),
+                SAMPLES.c.timestamp < _utc(until),
+            )
+            .order_by(SAMPLES.c.timestamp, SAMPLES.c.seq)
+        )
+        return self._samples(query, "samples")
+
+    def model_ids(self) -> list[str]:
+        """Every model id in the store, by the time it first served (oldest first)."""
+        first = sa.func.min(SAMPLES.c.timestamp)
+        query = (
+            sa.select(SAMPLES.c.model_id, first.label("first"))
+            .group_by(SAMPLES.c.model_id)
+            .order_by(first, SAMPLES.c.model_id)
+        )
+        try:
+            with self._engine.connect() as conn:
+                return [row[0] for row in conn.execute(query)]
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(f"{self.url}: cannot read model ids: {self._why(exc)}") from exc
+
+    def reference(self, model_id: str) -> dict[str, Any] | None:
+        """The stored reference window of a model id (pinned range, scores), or None."""
+        query = sa.select(REFERENCES).where(REFERENCES.c.model_id == model_id)
+        try:
+            with self._engine.connect() as conn:
+                row = conn.execute(query).mappings().first()
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(
+                f"{self.url}: cannot read reference windows: {self._why(exc)}"
+            ) from exc
+        if row is None:
+            return None
+        out = dict(row)
+        for key in ("since", "until", "updated_at"):
+            if out[key] is not None:
+                out[key] = _utc(out[key])
+        return out
+
+    def save_reference(
+        self,
+        model_id: str,
+        *,
+        pinned: bool,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        sample_ids: Sequence[str] | None = None,
+        checker: str | None = None,
+        values: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:
+        """Store (replace) a model id's reference window: its range if pinned, and the served
+        signals of its samples with the checker that scored them."""
+        row = {
+            "model_id": model_id,
+            "pinned": pinned,
+            "since": None if since is None else _utc(since),
+            "until": None if until is None else _utc(until),
+            "sample_ids": None if sample_ids is None else list(sample_ids),
+            "checker": checker,
+            "values": None if values is None else {k: list(v) for k, v in values.items()},
+            "updated_at": datetime.now(UTC),
+        }
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(sa.delete(REFERENCES).where(REFERENCES.c.model_id == model_id))
+                conn.execute(sa.insert(REFERENCES), row)
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreError(
+                f"{self.url}: cannot store the reference window of {model_id!r}: {self._why(exc)}"
+            ) from exc
 
     def count(self) -> int:
         """How many samples the store holds."""

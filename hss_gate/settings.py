@@ -239,7 +239,29 @@ class MonitorSettings(BaseModel):
     samples_url: str = Field(
         "sqlite:///.hss/samples.sqlite", description="SQLAlchemy URL of the production sample store"
     )
-    sample_size: int = Field(20, ge=1, description="most recent samples scored per run")
+    sample_size: int = Field(
+        20, ge=1, description="most recent samples scored per run (the current window)"
+    )
+    reference_window: int = Field(
+        100,
+        ge=1,
+        description="--served-only: a model id's reference window is its first N served samples "
+        "(unless one is pinned with --set-reference); 100 from the power table in "
+        "docs/MONITORING.md",
+    )
+    window_alpha: float = Field(
+        0.001,
+        gt=0.0,
+        lt=1.0,
+        description="--served-only: one-sided Fisher p-value below which a served signal of the "
+        "current window is significantly worse than the reference window's (per signal); 0.001 "
+        "from the false-alarm table in docs/MONITORING.md",
+    )
+    floor_blocking: bool = Field(
+        False,
+        description="--served-only: a rise above the production reference corpus (the absolute "
+        "floor) makes the run unhealthy too; by default it is only reported",
+    )
     model_id: str | None = Field(None, description="only samples of this model id (default any)")
     out: str = "outputs/monitor"
     margin: float = Field(

@@ -157,6 +157,163 @@ def served_comparison(
     )
 
 
+def window_model(store: Any, settings: MonitorSettings, recent: list[Any]) -> str | None:
+    """The model id whose windows are compared: monitor.model_id, else the newest sample's."""
+    if settings.model_id is not None:
+        return settings.model_id
+    return recent[0].model_id if recent else None
+
+
+def own_reference(store: Any, model_id: str, n: int) -> tuple[list[Any], dict[str, Any]]:
+    """A model id's own reference window: the pinned range if one is stored, else its first n
+    samples; with where it came from and whether it is complete."""
+    stored = store.reference(model_id)
+    if stored is not None and stored["pinned"]:
+        samples = store.between(model_id, stored["since"], stored["until"])
+        source = {
+            "model_id": model_id,
+            "pinned": True,
+            "since": stored["since"].isoformat(),
+            "until": stored["until"].isoformat(),
+        }
+        return samples, source | {"complete": bool(samples)}
+    samples = store.first(n, model_id)
+    return samples, {"model_id": model_id, "pinned": False, "complete": len(samples) >= n}
+
+
+def reference_window(store: Any, model_id: str, n: int) -> tuple[list[Any], dict[str, Any]]:
+    """The reference window for a model id: its own when complete; else the previous model
+    id's (the one that served before it first did), so a new deploy is compared with its
+    predecessor until its own reference is complete and cannot become its own baseline."""
+    samples, source = own_reference(store, model_id, n)
+    if source["complete"]:
+        return samples, source
+    ids = store.model_ids()
+    if model_id in ids and ids.index(model_id) > 0:
+        previous = ids[ids.index(model_id) - 1]
+        before, before_source = own_reference(store, previous, n)
+        if before_source["complete"]:
+            return before, before_source | {"instead_of": model_id}
+    return samples, source
+
+
+def window_values(
+    samples: list[Any], stored: dict[str, Any] | None, tools: Toolkit, settings: HssSettings
+) -> tuple[dict[str, list[float]], bool]:
+    """The served signals of the reference window: the stored ones when they were scored by
+    this checker for these samples, else scored now (True: to be stored)."""
+    from hss_gate.monitor import window_signal_values
+
+    ids = [s.sample_id for s in samples]
+    if (
+        stored is not None
+        and stored.get("checker") == tools.checker.fingerprint
+        and stored.get("sample_ids") == ids
+        and stored.get("values")
+    ):
+        return {k: list(v) for k, v in stored["values"].items()}, False
+    return window_signal_values(served_signals(samples, tools, settings)), True
+
+
+def compare_windows(
+    store: Any,
+    settings: HssSettings,
+    tools: Toolkit,
+    recent: list[Any],
+    live: pd.DataFrame,
+    steps: Steps,
+) -> dict[str, Any]:
+    """The current window (the newest samples of the model id) against the model's reference
+    window: {"status": "compared" | "insufficient_data", the windows, the tests, reasons}."""
+    from hss_gate.monitor import window_signal_values, window_tests
+
+    monitor = settings.monitor
+    model_id = window_model(store, monitor, recent)
+    if model_id is None:
+        return {
+            "status": "insufficient_data",
+            "model_id": None,
+            "reasons": ["insufficient data: the current window is empty"],
+        }
+    ref, source = steps.io(reference_window, store, model_id, monitor.reference_window)
+    current = [s for s in recent if s.model_id == model_id]
+    windows = {
+        "model_id": model_id,
+        "reference": source | {"n": len(ref), **_span(ref)},
+        "current": {"n": len(current), **_span(current)},
+    }
+    overlap = {s.sample_id for s in ref} & {s.sample_id for s in current}
+    reasons = []
+    if not current:
+        reasons.append(f"insufficient data: no samples of {model_id!r} in the current window")
+    elif not source["complete"]:
+        reasons.append(
+            f"insufficient data: no reference window yet for {model_id!r}: it has "
+            f"{len(ref)} of the {monitor.reference_window} samples its reference needs "
+            "(monitor.reference_window), or pin one with `hss monitor --set-reference`"
+        )
+    elif overlap:
+        reasons.append(
+            f"insufficient data: the current window shares {len(overlap)} samples with the "
+            f"reference window of {source['model_id']!r}; a window needs "
+            f"{monitor.reference_window} + {len(current)} samples that do not overlap"
+        )
+    if reasons:
+        return windows | {"status": "insufficient_data", "reasons": reasons}
+    stored = steps.io(store.reference, source["model_id"])
+    values, fresh = steps.compute(window_values, ref, stored, tools, settings)
+    if fresh:
+        steps.io(
+            store.save_reference,
+            source["model_id"],
+            pinned=source["pinned"],
+            since=stored["since"] if source["pinned"] else None,
+            until=stored["until"] if source["pinned"] else None,
+            sample_ids=[s.sample_id for s in ref],
+            checker=tools.checker.fingerprint,
+            values=values,
+        )
+    cur = live[live["model_id"] == model_id]
+    current_values = window_signal_values(cur.to_dict("records"))
+    tests = steps.compute(window_tests, values, current_values, monitor.window_alpha)
+    return windows | {
+        "status": "compared",
+        "checker": tools.checker.fingerprint,
+        "tests": tests,
+        "reasons": [],
+    }
+
+
+def _span(samples: list[Any]) -> dict[str, str | None]:
+    stamps = sorted(s.timestamp for s in samples)
+    return {
+        "first": stamps[0].isoformat() if stamps else None,
+        "last": stamps[-1].isoformat() if stamps else None,
+    }
+
+
+def pin_reference(
+    url: str, model_id: str | None, since: dt.datetime, until: dt.datetime
+) -> tuple[str, int]:
+    """Pin a model id's reference window to [since, until) (scored on the next run); the
+    model id defaults to the newest sample's. Returns (model id, samples in the range)."""
+    if since >= until:
+        raise InputError(f"--since {since.isoformat()} is not before --until {until.isoformat()}")
+    with open_store(url) as store:
+        if model_id is None:
+            newest = store.recent(1)
+            if not newest:
+                raise InputError("the sample store has no samples; run `hss samples ingest`")
+            model_id = newest[0].model_id
+        samples = store.between(model_id, since, until)
+        if not samples:
+            raise InputError(
+                f"no samples of {model_id!r} between {since.isoformat()} and {until.isoformat()}"
+            )
+        store.save_reference(model_id, pinned=True, since=since, until=until)
+    return model_id, len(samples)
+
+
 def record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> list[dict]:
     """Append this run to the store's history; return the recent runs (the trend)."""
     store.record_run(run_record(result, started))
@@ -186,14 +343,36 @@ def _check_live(
     if size < 1:
         raise InputError("--sample-size must be at least 1")
     reference = steps.io(read_score_table, settings.monitor.reference)
-    recent = steps.io(recent_samples, store, size, settings.monitor.model_id)
-    steps.compute(samples_to_documents, recent)  # refuses an empty store
+    model_id = settings.monitor.model_id
+    if request.served_only and model_id is None:  # the windows are of one model id: the newest
+        newest = steps.io(recent_samples, store, 1, None)
+        model_id = newest[0].model_id if newest else None
+    recent = steps.io(recent_samples, store, size, model_id)
+    if not (request.served_only and settings.monitor.model_id is not None):
+        steps.compute(samples_to_documents, recent)  # refuses an empty store
     tools = runner.toolkit(settings)
     scored_by = steps.io(reference_checker, settings.monitor.reference)
     steps.compute(
         require_same_checker, settings.monitor.reference, scored_by, tools.checker.fingerprint
     )
+    if request.served_only and not recent:  # monitor.model_id has no samples
+        windows = compare_windows(store, settings, tools, recent, pd.DataFrame(), steps)
+        return {
+            "windows": windows,
+            "decision": "insufficient_data",
+            "reasons": windows["reasons"],
+            "notes": [],
+            "served": [],
+            "severity": None,
+            "drift": None,
+            "checks": [],
+            "warnings": [],
+            "samples": [],
+        }
     live = pd.DataFrame(steps.compute(served_signals, recent, tools, settings))
+    windows = None
+    if request.served_only:
+        windows = compare_windows(store, settings, tools, recent, live, steps)
     served = steps.compute(served_comparison, live, reference, settings)
     if request.served_only:
         current, rise, drift, warnings = live, None, None, []
@@ -204,8 +383,16 @@ def _check_live(
     checks = steps.compute(
         run_monitor_checks, current, settings.gate, out_dir / "data_docs", request.served_only
     )
-    decision, reasons = steps.compute(monitor_verdict, rise, drift, checks, served)
+    floor = served if windows is None or settings.monitor.floor_blocking else ()
+    decision, reasons = steps.compute(monitor_verdict, rise, drift, checks, floor)
+    notes: list[str] = []
+    if windows is not None:
+        decision, reasons = windowed_verdict(decision, reasons, windows)
+        if not settings.monitor.floor_blocking:
+            notes = floor_notes(served)
     return {
+        "windows": windows,
+        "notes": notes,
         "served": served,
         "decision": decision,
         "reasons": reasons,
@@ -215,6 +402,34 @@ def _check_live(
         "warnings": warnings,
         "samples": steps.compute(sample_rows, current.to_dict("records"), recent),
     }
+
+
+def windowed_verdict(
+    decision: str, reasons: list[str], windows: dict[str, Any]
+) -> tuple[str, list[str]]:
+    """--served-only: the windows decide, with the suite checks (and the floor where
+    configured, already in `decision`); too little data is "insufficient_data" unless
+    something else already made the run unhealthy."""
+    from hss_gate.monitor import window_reasons
+
+    if windows["status"] == "insufficient_data":
+        if decision == "unhealthy":
+            return decision, reasons + windows["reasons"]
+        return "insufficient_data", reasons + windows["reasons"]
+    worse = window_reasons(windows["tests"])
+    return ("unhealthy" if worse else decision), worse + reasons
+
+
+def floor_notes(served: list[dict[str, Any]]) -> list[str]:
+    """The absolute floor (the production reference corpus) when it does not block: a note
+    for each served signal significantly above it."""
+    return [
+        f"absolute floor (not blocking, monitor.floor_blocking): {s['label']} "
+        f"{s['live_mean']:.3f} vs the production reference corpus {s['reference_mean']:.3f}, "
+        f"difference {s['difference']:+.3f} [{s['ci_low']:+.3f}, {s['ci_high']:+.3f}]"
+        for s in served
+        if s["rise"]
+    ]
 
 
 def _rescore(

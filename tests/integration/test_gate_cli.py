@@ -263,8 +263,15 @@ def _served_file(path: Path, swapped: bool, n: int = 8) -> Path:
     return path
 
 
-@pytest.mark.parametrize("swapped,code", [(False, 0), (True, 1)])
-def test_served_only_checks_what_was_served_without_scoring(runner, tmp_path, swapped, code):
+@pytest.mark.parametrize(
+    "swapped,blocking,code", [(False, False, 3), (True, False, 3), (True, True, 1)]
+)
+def test_served_only_checks_what_was_served_without_scoring(
+    runner, tmp_path, monkeypatch, swapped, blocking, code
+):
+    """8 samples are no reference window and no current window: insufficient data (exit 3);
+    the production reference corpus is reported as the floor, blocking only when configured."""
+    monkeypatch.setenv("HSS_MONITOR__FLOOR_BLOCKING", str(blocking).lower())
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     samples = _served_file(tmp_path / "s.jsonl", swapped)
     assert runner.invoke(app, ["samples", "ingest", str(samples), "--samples", url]).exit_code == 0
@@ -274,10 +281,13 @@ def test_served_only_checks_what_was_served_without_scoring(runner, tmp_path, sw
     report = json.loads((out / "monitor.json").read_text())
     assert report["kind"] == "served" and report["severity"] is None
     assert not (out / "scores").exists()  # nothing was rescored
+    assert any("no reference window yet for 'prod'" in r for r in report["reasons"])
+    assert "INSUFFICIENT DATA" in result.output or blocking
     low = next(s for s in report["served"] if s["signal"] == "live_low_consistency")
     assert low["rise"] is swapped
     assert (low["live_mean"] == 1.0) is swapped
-    if swapped:
-        assert any("served summaries" in r for r in report["reasons"])
+    floor = any("served summaries" in r for r in report["reasons"])
+    assert floor is blocking
+    assert bool(report["notes"]) is (swapped and not blocking)
     runs = runner.invoke(app, ["samples", "runs", "--samples", url])
     assert "served" in runs.output

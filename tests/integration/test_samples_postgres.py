@@ -60,6 +60,33 @@ class TestPostgresStore(StoreBehaviours):
         with SampleStore(store_url) as store:
             assert store.recent(1)[0].timestamp == sample("a").timestamp
 
+    def test_an_older_store_upgrades_in_place(self, store_url):
+        """A store as the code before reference windows made it (no reference_windows table),
+        and one whose reference_windows lacks later columns: both upgrade, rows kept."""
+        from hss_gate.samples import MONITOR_RUNS, SAMPLES
+
+        engine = sa.create_engine(store_url)
+        try:
+            SAMPLES.create(engine)
+            MONITOR_RUNS.create(engine)
+        finally:
+            engine.dispose()
+        with SampleStore(store_url) as store:
+            store.ingest([sample("a")])
+        with SampleStore(store_url) as store:
+            assert store.migrated == []
+        engine = sa.create_engine(store_url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text('ALTER TABLE reference_windows DROP COLUMN "values"'))
+        finally:
+            engine.dispose()
+        with SampleStore(store_url) as store:
+            assert store.migrated == ["reference_windows.values"]
+            store.save_reference("m", pinned=False, values={"x": [0.5]})
+            assert store.reference("m")["values"] == {"x": [0.5]}
+            assert store.count() == 1
+
 
 def test_missing_database_is_a_store_error():
     url = sa.make_url(POSTGRES_URL).set(database="hss_no_such_db", password="pw-hidden-1")

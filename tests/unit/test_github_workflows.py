@@ -444,7 +444,7 @@ def test_the_hourly_schedule_runs_the_cheap_served_check(
     assert ("--served-only" in args) is served_only
 
 
-@pytest.mark.parametrize("code,expected", [("0", 0), ("1", 0), ("2", 2), ("", 2)])
+@pytest.mark.parametrize("code,expected", [("0", 0), ("1", 0), ("2", 2), ("3", 0), ("", 2)])
 def test_monitor_verdict_step(monitor: Runner, code: str, expected: int):
     """Exit 1 does not fail here: the issue job fails the run after filing the issue."""
     assert monitor("Fail when the monitor could not decide", CODE=code).returncode == expected

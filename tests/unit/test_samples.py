@@ -267,6 +267,11 @@ def test_missing_file(tmp_path):
 class StoreBehaviours:
     """Store tests for any backend: subclasses provide a `store_url` fixture for an empty store."""
 
+    def test_windows_and_reference_windows(self, store_url):
+        from tests.unit.test_windows import check_reference_windows
+
+        check_reference_windows(store_url)
+
     def test_ingest_and_recent_round_trip(self, store_url):
         samples = [sample("a", 0), sample("b", 1, summary="S", category="unspecified")]
         with SampleStore(store_url) as store:

@@ -1,0 +1,231 @@
+"""`hss monitor --served-only` on windows of the model's own traffic (issue 24): a SQLite store
+filled hour by hour with time-stamped traffic, faithful and then inventing; two model ids; an
+empty current window; too little data. The checker and tagger are the deterministic fakes
+(tests/conftest.py), the store, windows, test, verdict, CLI and exit codes are real."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hss_gate.cli import app
+from hss_gate.inputs import load_corpus
+from hss_gate.samples import Sample, SampleStore
+from hss_gate.sentences import split_sentences
+from tests.conftest import CORPUS, REPO
+from tests.reliability.test_bad_input import _fake_toolkit
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 6, 1, tzinfo=UTC)
+DOCS = load_corpus(CORPUS)
+PER_HOUR = 20  # = monitor.sample_size: one run's current window per hour of traffic
+
+
+@pytest.fixture()
+def store_url(request: pytest.FixtureRequest, tmp_path: Path):
+    """An empty store: SQLite, or (parametrized "postgresql") PostgreSQL when
+    HSS_TEST_POSTGRES_URL names a server."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.sqlite'}"
+        return
+    from tests.integration import test_samples_postgres as postgres
+
+    if not postgres.POSTGRES_URL:
+        pytest.skip("HSS_TEST_POSTGRES_URL is not set")
+    yield from postgres.store_url.__wrapped__()
+
+
+@pytest.fixture()
+def hss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_url: str):
+    """Run `hss monitor --served-only` on a fresh store with the fake checker; returns
+    (invoke, store url); invoke(*args) -> (exit code, monitor.json)."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(tmp_path / "cache"))
+    reference = tmp_path / "baseline" / "production_scores.csv"  # the floor; no metrics.json:
+    reference.parent.mkdir()  # its checker is not stated, so the fake checker may be compared
+    shutil.copy(REPO / "data" / "baseline" / "production_scores.csv", reference)
+    monkeypatch.setenv("HSS_MONITOR__REFERENCE", str(reference))
+    monkeypatch.setenv("HSS_MONITOR__REFERENCE_WINDOW", "100")
+    monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", str(PER_HOUR))
+    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
+    url = store_url
+    runner = CliRunner()
+    out = tmp_path / "monitor"
+
+    def invoke(*args: str) -> tuple[int, dict]:
+        result = runner.invoke(
+            app, ["monitor", "--served-only", "--samples", url, "--out", str(out), *args]
+        )
+        assert "Traceback" not in result.output
+        return result.exit_code, json.loads((out / "monitor.json").read_text())
+
+    return invoke, url
+
+
+def _summary(i: int, inventing: bool) -> tuple[str, str]:
+    """Sample i's document and served summary: its own lead (faithful), or another document's
+    lead (unsupported); 2 in 10 are unsupported before the switch, 8 in 10 after it."""
+    doc = DOCS[i % len(DOCS)]
+    bad = (i % 10) in ((0, 1, 2, 3, 4, 5, 6, 7) if inventing else (0, 5))
+    source = DOCS[(i + len(DOCS) // 2) % len(DOCS)] if bad else doc
+    return doc.text, " ".join(split_sentences(source.text)[:2])
+
+
+def _traffic(url: str, start: int, n: int, model: str, inventing: bool) -> None:
+    """n samples, one every 3 minutes (20 an hour), numbered from `start`."""
+    samples = []
+    for i in range(start, start + n):
+        document, summary = _summary(i, inventing)
+        samples.append(
+            Sample(
+                sample_id=f"{model}-{i}",
+                document=document,
+                summary=summary,
+                model_id=model,
+                timestamp=T0 + timedelta(minutes=3 * i),
+            )
+        )
+    with SampleStore(url) as store:
+        store.ingest(samples)
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
+def test_hourly_runs_stay_healthy_then_turn_unhealthy_after_a_switch(hss):
+    invoke, url = hss
+    _traffic(url, 0, 100, "m1", inventing=False)  # hours 0-4: the reference window
+    code, report = invoke()
+    assert code == 3 and report["decision"] == "insufficient_data"  # no disjoint current yet
+    assert any("do not overlap" in r for r in report["reasons"])
+    for hour in range(5, 10):  # unchanged traffic: hourly runs stay healthy
+        _traffic(url, PER_HOUR * hour, PER_HOUR, "m1", inventing=False)
+        code, report = invoke()
+        assert (code, report["decision"]) == (0, "healthy"), report["reasons"]
+        assert report["windows"]["reference"]["n"] == 100
+        assert report["windows"]["current"]["n"] == PER_HOUR
+    # the same model id starts inventing (e.g. a provider swapped the model behind it)
+    switch = PER_HOUR * 10
+    decisions = []
+    for step in range(1, 5):  # runs every 15 minutes: 5, 10, 15, 20 post-switch samples
+        _traffic(url, switch + 5 * (step - 1), 5, "m1", inventing=True)
+        code, report = invoke()
+        decisions.append((5 * step, report["decision"], code))
+    mostly = [(n, d, c) for n, d, c in decisions if n > PER_HOUR // 2]
+    assert all(d == "unhealthy" and c == 1 for _, d, c in mostly), decisions
+    low = next(t for t in report["windows"]["tests"] if t["signal"] == "live_low_consistency")
+    assert low["reference_mean"] == pytest.approx(0.2)
+    assert low["current_mean"] == pytest.approx(0.8) and low["worse"]
+    assert any("model's reference window" in r for r in report["reasons"])
+    # the recorded runs show the trend, the reference was scored once and stored
+    with SampleStore(url) as store:
+        runs = store.runs(50)
+        stored = store.reference("m1")
+    assert [r.decision for r in runs[::-1]] == ["insufficient_data"] + ["healthy"] * 5 + [
+        d for _, d, _ in decisions
+    ]
+    assert runs[0].details["p_values"]["live_low_consistency"] < 0.005
+    assert stored["checker"] == "fake-checker" and len(stored["sample_ids"]) == 100
+    assert stored["sample_ids"][0] == "m1-0" and stored["sample_ids"][-1] == "m1-99"
+
+
+def test_a_new_model_id_is_compared_with_the_previous_models_reference(hss, tmp_path):
+    invoke, url = hss
+    _traffic(url, 0, 120, "m1", inventing=False)
+    _traffic(url, 120, 20, "m2", inventing=True)  # a worse deploy, its own reference incomplete
+    code, report = invoke()
+    assert (code, report["decision"]) == (1, "unhealthy"), report["reasons"]
+    windows = report["windows"]
+    assert windows["model_id"] == "m2" and windows["current"]["n"] == 20
+    assert windows["reference"]["model_id"] == "m1"
+    assert windows["reference"]["instead_of"] == "m2"
+    markdown = (tmp_path / "monitor" / "monitor.md").read_text()
+    assert "**Windows of the model's own traffic**" in markdown
+    assert "| reference | m1 | 100 | 2026-06-01T00:00:00+00:00 | 2026-06-01T04:57:00+00:00 |" in (
+        markdown
+    )
+    assert "| current | m2 | 20 | 2026-06-01T06:00:00+00:00 |" in markdown
+    page = (tmp_path / "monitor" / "monitor.html").read_text()
+    assert "Absolute floor: the production reference corpus" in page and "one-sided p" in page
+
+
+def test_a_faithful_new_model_id_is_healthy_against_its_predecessor(hss):
+    invoke, url = hss
+    _traffic(url, 0, 120, "m1", inventing=True)
+    _traffic(url, 120, 20, "m2", inventing=False)  # better than m1: one-sided, no alarm
+    code, report = invoke()
+    assert (code, report["decision"]) == (0, "healthy"), report["reasons"]
+    assert report["windows"]["reference"]["model_id"] == "m1"
+
+
+def test_too_little_data_is_insufficient_never_a_silent_corpus_comparison(hss, monkeypatch):
+    invoke, url = hss
+    _traffic(url, 0, 30, "m1", inventing=True)  # one window; its summaries are unsupported
+    code, report = invoke()
+    assert code == 3 and report["decision"] == "insufficient_data"
+    assert any("no reference window yet for 'm1'" in r for r in report["reasons"])
+    assert report["windows"]["reference"]["n"] == 30
+    # the floor is measured and reported apart, not deciding
+    assert report["served"] and any(s["rise"] for s in report["served"])
+    assert report["notes"] and report["notes"][0].startswith("absolute floor (not blocking")
+    # unless configured to block
+    monkeypatch.setenv("HSS_MONITOR__FLOOR_BLOCKING", "true")
+    code, report = invoke()
+    assert (code, report["decision"]) == (1, "unhealthy")
+
+
+def test_an_empty_current_window_is_insufficient_data(hss, monkeypatch):
+    invoke, url = hss
+    _traffic(url, 0, 120, "m1", inventing=False)
+    monkeypatch.setenv("HSS_MONITOR__MODEL_ID", "m3")  # nothing served by it
+    code, report = invoke()
+    assert code == 3 and report["decision"] == "insufficient_data"
+    assert report["reasons"] == ["insufficient data: no samples of 'm3' in the current window"]
+    with SampleStore(url) as store:
+        assert store.runs()[0].decision == "insufficient_data"
+
+
+def test_a_pinned_reference_window_is_used(hss):
+    invoke, url = hss
+    _traffic(url, 0, 60, "m1", inventing=False)  # too few for the default reference (100)
+    pin = CliRunner().invoke(
+        app,
+        [
+            "monitor",
+            "--set-reference",
+            "--since",
+            "2026-06-01T00:00:00",
+            "--until",
+            "2026-06-01T02:00:00Z",
+            "--samples",
+            url,
+        ],
+    )
+    assert pin.exit_code == 0, pin.output
+    assert "40 samples" in pin.output  # 20 an hour
+    code, report = invoke()
+    assert (code, report["decision"]) == (0, "healthy"), report["reasons"]
+    reference = report["windows"]["reference"]
+    assert reference["pinned"] and reference["n"] == 40
+    assert reference["last"] == "2026-06-01T01:57:00+00:00"
+    _traffic(url, 60, 20, "m1", inventing=True)
+    code, report = invoke()
+    assert (code, report["decision"]) == (1, "unhealthy")
+    bad = CliRunner().invoke(
+        app,
+        [
+            "monitor",
+            "--set-reference",
+            "--since",
+            "2027-01-01",
+            "--until",
+            "2027-01-02",
+            "--samples",
+            url,
+        ],
+    )
+    assert bad.exit_code == 2 and "no samples of 'm1'" in bad.output
