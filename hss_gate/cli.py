@@ -558,16 +558,25 @@ def systems(
         bool, typer.Option(help="tag entities/numbers (spaCy) for the unsupported share")
     ] = True,
     cache_dir: Annotated[str | None, typer.Option(help="default: run.cache_dir")] = None,
+    through_gate: Annotated[
+        bool,
+        typer.Option(
+            help="also run every pair through `hss gate` itself (summaries: URIs), to OUT/gates/"
+        ),
+    ] = False,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("outputs/systems"),
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """System level: for every ordered pair of systems, the humans' paired difference in the
     share of summaries judged factual (95% CI) beside the gate's decision (sequential and
-    single-look) and the share rule's; OUT/systems.md and systems.json."""
+    single-look) and the share rule's (--through-gate: and `hss gate`'s own); the systems' rank
+    correlation by mean consistency with the human means; OUT/systems.md and systems.json."""
     from hss_gate.research.systems_run import (
         SystemsRequest,
         agreement_lines,
+        gate_agreement_line,
         run_systems,
+        spearman_lines,
         summary_line,
     )
 
@@ -585,13 +594,19 @@ def systems(
         max_low_share=max_low_share,
         label=label,
         entities=entities,
+        through_gate=through_gate,
     )
     settings = _settings(params)
     with progress_reporter(console) as progress:
         result = run_systems(request, settings, cache_dir=cache_dir, progress=progress, say=_wide)
     out_console.print("\n".join(agreement_lines(result.agreement)), highlight=False, soft_wrap=True)
-    for key in ("decision", "single"):
-        _wide(summary_line(result.agreement, key))
+    for key in ("decision", "single", "gate"):
+        if key in result.agreement:
+            _wide(summary_line(result.agreement, key))
+    if through_gate:
+        _wide(gate_agreement_line(result.rows))
+    for line in spearman_lines(result.meta["spearman"]):
+        _wide(line)
     _say(f"wrote {out}/systems.md and systems.json ({result.meta['seconds_total']:.0f} s)")
 
 

@@ -5,13 +5,14 @@ form), checks every summary with the chosen checker (verdicts cached by content 
 checker's fingerprint, hss_gate.pipeline.verdicts_cached, so a rerun is cheap), tags its
 entities/numbers (cached too), then for every ordered pair of systems compares the humans'
 paired difference with the gate's decision. Writes OUT/systems.md and OUT/systems.json.
+`through_gate` also runs every pair through the real gate workflow (research/systems_gate.py).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from hss_gate.research.systems import (
     read_judgements,
     read_summaries,
 )
+from hss_gate.research.systems_gate import GATE_KEY, gate_settings, spearman, through_gate
 from hss_gate.settings import GateSettings, HssSettings
 from hss_gate.signals import unsupported_share
 
@@ -53,6 +55,7 @@ class SystemsRequest:
     max_low_share: float | None = None  # default: the weights' max_low_share, else gate's
     label: str = "factual"
     entities: bool = True  # tag entities/numbers with spaCy (else their share is 0)
+    through_gate: bool = False  # also run every pair through the real gate (`hss gate`)
 
 
 @dataclass
@@ -160,6 +163,7 @@ RULES = {
     "decision": "gate, sequential (as `hss gate`)",
     "single": "gate, single look (`hss gate --full`)",
     **{f"share_{m:g}": f"share rule alone, margin {m:g}" for m in SHARE_MARGINS},
+    GATE_KEY: "`hss gate` itself (run_gate on summaries: URIs, sequential)",
 }
 """The decisions compared with the humans', by the key they have in a row."""
 
@@ -172,12 +176,16 @@ def run_systems(
     gate: GateSettings | None = None,
     tagger: Any = None,
     cache_dir: str | None = None,
+    runner: Any = None,
     progress: Progress = no_progress,
     say: Callable[[str], None] = lambda line: None,
 ) -> SystemsResult:
     """Read, check, decide every ordered pair and write OUT/systems.md and systems.json.
     `checker` (with `gate`) and `tagger` replace the real ones (tests); `cache_dir`: default
-    run.cache_dir."""
+    run.cache_dir; `runner`: the gate's model runner with `request.through_gate` (default a
+    LocalRunner)."""
+    if request.through_gate and request.weights is not None:
+        raise InputError("--through-gate runs `hss gate`, which has no --weights: drop one")
     started = time.monotonic()
     documents = read_documents(request.documents)
     summaries = read_summaries(request.summaries)
@@ -201,9 +209,28 @@ def run_systems(
     pairs = evaluate_pairs(
         rows, judgements, gate, confidence=settings.score.confidence, advance=advance
     )
+    gated = time.monotonic()
+    if request.through_gate:
+        real = gate_settings(settings, gate, cache_dir, request.checker, request.threshold)
+        runs = through_gate(
+            pairs,
+            summaries=request.summaries,
+            documents=request.documents,
+            out=request.out,
+            settings=real,
+            runner=runner,
+            progress=progress,
+            say=say,
+        )
+        for row in pairs:
+            run = runs[(row["candidate"], row["production"])]
+            row[GATE_KEY] = run["decision"]
+            row["gate_run"] = run
+    gated = time.monotonic() - gated
+    rules = [k for k in RULES if k != GATE_KEY or request.through_gate]
     result = SystemsResult(
         pairs,
-        {key: agreement(pairs, key) for key in RULES},
+        {key: agreement(pairs, key) for key in rules},
         {
             "summaries": str(request.summaries),
             "documents": str(request.documents),
@@ -222,7 +249,10 @@ def run_systems(
             "share_means": {
                 s: sum(r["base_low_consistency"] for r in rs) / len(rs) for s, rs in rows.items()
             },
+            "spearman": spearman(rows, request.summaries),
+            "through_gate": request.through_gate,
             "seconds_measure": round(measured, 1),
+            "seconds_through_gate": round(gated, 1) if request.through_gate else None,
             "seconds_total": round(time.monotonic() - started, 1),
         },
     )
@@ -256,6 +286,8 @@ def agreement_lines(counts: Mapping[str, Mapping[str, int]]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for key, label in RULES.items():
+        if key not in counts:
+            continue
         c = counts[key]
         lines.append(
             f"| {label} | {c['worse_blocked']}/{c['worse']} | {c['better_promoted']}/{c['better']} "
@@ -275,9 +307,61 @@ def summary_line(counts: Mapping[str, Mapping[str, int]], key: str = "decision")
     )
 
 
+def _gate_cell(run: Mapping[str, Any] | None) -> str:
+    """A pair's `hss gate` cell: decision, what decided, documents used, wall time."""
+    if not run:
+        return "-"
+    by = ", ".join(run["decided_by"]) or "-"
+    return f"{run['decision']} ({by}; {run['documents_used']}) {run['seconds']:.0f} s"
+
+
+def spearman_lines(rank: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The systems ranked by mean checker consistency against their human means (markdown)."""
+    if not rank:
+        return []
+    labels = list(rank)
+    first = rank[labels[0]]["means"]
+    lines = [
+        "| system | mean checker consistency | "
+        + " | ".join(f"human mean `{label}`" for label in labels)
+        + " |",
+        "|---|---|" + "---|" * len(labels),
+    ]
+    for system in sorted(first, key=lambda s: -first[s]["consistency"]):
+        cells = [f"{rank[label]['means'][system]['human']:.3f}" for label in labels]
+        lines.append(f"| {system} | {first[system]['consistency']:.3f} | {' | '.join(cells)} |")
+    lines.append("")
+    lines += [
+        f"Spearman rank correlation, mean consistency against human `{label}`: "
+        + (
+            f"rho {r['rho']:+.2f} (p {r['p']:.2f}, {r['systems']} systems)"
+            if r["rho"] is not None
+            else f"not defined (a constant ranking, {r['systems']} systems)"
+        )
+        for label, r in rank.items()
+    ]
+    return lines
+
+
+def gate_agreement_line(rows: Sequence[Mapping[str, Any]]) -> str:
+    """How often `hss gate` itself decided as the function-level sequential rule did, and its
+    wall time per decision."""
+    runs = [r for r in rows if r.get("gate_run")]
+    if not runs:
+        return ""
+    same = sum(r[GATE_KEY] == r["decision"] for r in runs)
+    seconds = [r["gate_run"]["seconds"] for r in runs]
+    return (
+        f"`hss gate` decided as the function-level sequential rule on {same} of {len(runs)} "
+        f"pairs; {sum(seconds):.0f} s for {len(runs)} decisions ({min(seconds):.1f}-"
+        f"{max(seconds):.1f} s, median {sorted(seconds)[len(seconds) // 2]:.1f} s per decision)."
+    )
+
+
 def markdown(result: SystemsResult) -> str:
-    """systems.md: what was run, the agreement table and every pair."""
+    """systems.md: what was run, the agreement table, the rank correlation and every pair."""
     m = result.meta
+    gated = bool(m.get("through_gate"))
     lines = [
         "# System level: the gate against human judgements",
         "",
@@ -289,14 +373,30 @@ def markdown(result: SystemsResult) -> str:
         f"unsupported margin {m['unsupported_margin']:g}; gate confidence {m['confidence']:g}; "
         f"human CI {m['human_level']:.0%} paired t; entities tagged: "
         f"{'yes' if m['entities'] else 'no'}. {m['seconds_total']:.0f} s "
-        f"({m['seconds_measure']:.0f} s reading and checking).",
+        f"({m['seconds_measure']:.0f} s reading and checking"
+        + (f", {m['seconds_through_gate']:.0f} s through `hss gate`" if gated else "")
+        + ").",
         "",
         *agreement_lines(result.agreement),
         "",
+    ]
+    if gated:
+        lines += [
+            "`hss gate` column: each pair run through the gate workflow (run_gate) with "
+            "`--candidate summaries:FILE?system=A --production summaries:FILE?system=B --corpus "
+            "DOCUMENTS` and the margins above; decision (what decided; documents used) and its "
+            "wall time. Outputs in OUT/gates/A-vs-B/.",
+            "",
+            gate_agreement_line(result.rows),
+            "",
+        ]
+    lines += spearman_lines(m.get("spearman") or {})
+    lines += [
+        "",
         "| candidate vs production | human factual share | human diff [95% CI] | must | "
         "consistency diff [CI], one look | share unsupported diff [CI] | gate, sequential "
-        "(documents) | gate, single look | share rule +0.02 |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "(documents) | gate, single look | share rule +0.02 |" + (" hss gate |" if gated else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|" if gated else ""),
     ]
     for r in result.rows:
         low, high = r["human_ci"]
@@ -306,5 +406,6 @@ def markdown(result: SystemsResult) -> str:
             f" | {r['expected']} | {_ci(r['consistency'])} | {_ci(r['low_share'])} | "
             f"{r['decision']} ({r['documents_used']}) | {r['single']} | "
             f"{r[f'share_{SHARE_MARGIN:g}']} |"
+            + (f" {_gate_cell(r.get('gate_run'))} |" if gated else "")
         )
     return "\n".join(lines) + "\n"

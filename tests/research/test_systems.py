@@ -284,3 +284,176 @@ def test_frank_cnndm_runs_end_to_end_with_a_fake_checker(tmp_path):
     assert len(result.rows) == 20
     assert {r["documents"] for r in result.rows} == {250}
     assert sum(r["human"] != "neither" for r in result.rows) > 0
+
+
+WORDS = (
+    "the council met on monday and spoke at length about the plans for new homes roads and schools"
+)
+
+
+def _gate_files(tmp_path, n=40):
+    """Four systems on n documents: `good` summarizes, `bad` says WRONG (the fake checker's 0.1)
+    on 60% of them, `twin` is good's twin, `copy` copies the document (factual to humans, but
+    not a summary: only the real gate's not-summarizing check sees it)."""
+    docs = [{"doc_id": f"d{i:02d}", "document": f"Report {i}: {WORDS} {WORDS}."} for i in range(n)]
+    rows = []
+    for i, doc in enumerate(docs):
+        good = f"Report {i}: the council spoke about plans for homes and roads."
+        systems = {
+            "good": good,
+            "bad": good + (" WRONG" if i % 5 < 3 else ""),
+            "twin": good,
+            "copy": doc["document"],
+        }
+        for system, summary in systems.items():
+            rows.append(
+                {
+                    "doc_id": doc["doc_id"],
+                    "system": system,
+                    "summary": summary,
+                    "factual": "WRONG" not in summary,
+                }
+            )
+    (tmp_path / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "summaries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path / "summaries.jsonl", tmp_path / "documents.jsonl"
+
+
+def test_through_gate_runs_the_real_gate_on_every_pair_with_one_cache(tmp_path, monkeypatch):
+    """--through-gate: each pair through run_gate on summaries: URIs (decision.json in
+    OUT/gates/A-vs-B), the inventing system blocked and the reverse promoted; the copying system
+    blocked by the gate's not-summarizing check, which the function-level rule does not have;
+    every summary checked once for the function-level rule and the 12 gate runs together."""
+    from hss_gate.embedding import HashingEmbedder
+    from hss_gate.pipeline import Toolkit
+    from tests.conftest import REPO, FakeTagger
+    from tests.unit.test_perturb import LEXICON, VECTORS
+
+    checker = FakeChecker()
+    tools = Toolkit(
+        tagger=FakeTagger(),
+        vectors=VECTORS,
+        lexicon=LEXICON,
+        embedder=HashingEmbedder(),
+        checker=checker,
+    )
+    built = []
+
+    def toolkit(settings):
+        built.append(settings.run.cache_dir)
+        return tools
+
+    monkeypatch.chdir(REPO)  # the gate reads score.normalization from the repository
+    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", toolkit)
+    monkeypatch.setenv("HSS_SCORE__BOOTSTRAP_RESAMPLES", "100")
+    summaries, documents = _gate_files(tmp_path)
+    out, cache = tmp_path / "out", str(tmp_path / "cache")
+    request = SystemsRequest(summaries=summaries, documents=documents, out=out, through_gate=True)
+    said = []
+    result = run_systems(request, HssSettings(), checker=checker, cache_dir=cache, say=said.append)
+    # each distinct summary once (good = twin; bad = good on 16 documents): the gate runs read
+    # the shared cache
+    assert checker.checked == 40 + 24 + 40
+    assert built == [cache]  # one toolkit for every pair, on the shared cache
+    pairs = {(r["candidate"], r["production"]): r for r in result.rows}
+    assert len(pairs) == 12
+    for (a, b), row in pairs.items():
+        written = json.loads((out / "gates" / f"{a}-vs-{b}" / "decision.json").read_text())
+        assert row["gate"] == row["gate_run"]["decision"] == written["decision"]
+        assert row["gate_run"]["decided_by"] == written["decided_by"]
+        assert (
+            row["gate_run"]["documents_used"] == written["metrics"]["sequential"]["documents_used"]
+        )
+        assert written["metrics"]["pairing"]["paired"] == 40
+        assert written["candidate"].endswith(f"?system={a}")
+        assert written["production"].endswith(f"?system={b}")
+    bad = pairs[("bad", "good")]
+    assert bad["human"] == "worse" and bad["gate"] == "block"
+    assert "consistency" in bad["gate_run"]["decided_by"]
+    assert pairs[("good", "bad")]["human"] == "better"
+    assert pairs[("good", "bad")]["gate"] == "promote"
+    assert pairs[("twin", "good")]["gate"] == "promote"
+    copied = pairs[("copy", "good")]
+    assert copied["human"] == "neither" and copied["decision"] == "promote"  # function level
+    assert copied["gate"] == "block" and "not_summarizing" in copied["gate_run"]["decided_by"]
+    counts = result.agreement["gate"]
+    assert (counts["worse_blocked"], counts["worse"]) == (3, 3)  # bad vs good, twin, copy
+    # copy vs bad: humans find the copy better; the gate blocks a copy all the same
+    assert (counts["better_promoted"], counts["better"]) == (2, 3)
+    assert pairs[("copy", "bad")]["gate"] == "block"
+    assert sum(line.startswith("gate ") and " s; function-level: " in line for line in said) == 12
+    written = json.loads((out / "systems.json").read_text())
+    assert written["agreement"]["gate"] == counts
+    text = (out / "systems.md").read_text()
+    assert "hss gate |" in text and "| copy vs good |" in text
+    assert "decided as the function-level sequential rule on 9 of 12 pairs" in text
+
+
+def test_without_through_gate_no_gate_runs_and_no_gate_column(tmp_path, monkeypatch):
+    def no_gate(*args, **kwargs):
+        raise AssertionError("the gate ran")
+
+    monkeypatch.setattr("hss_gate.research.systems_gate.gate_pair", no_gate)
+    summaries, documents = _files(tmp_path, n=10)
+    request = SystemsRequest(summaries=summaries, documents=documents, out=tmp_path / "o")
+    result = run_systems(request, HssSettings(), checker=FakeChecker(), cache_dir=str(tmp_path))
+    assert "gate" not in result.agreement and "gate" not in result.rows[0]
+    assert " hss gate |" not in (tmp_path / "o" / "systems.md").read_text()
+
+
+def test_through_gate_refuses_weights_the_gate_cannot_use(tmp_path):
+    summaries, documents = _files(tmp_path, n=3)
+    done = _cli(
+        "--summaries",
+        summaries,
+        "--documents",
+        documents,
+        "--checker",
+        "invented-sbert",
+        "--weights",
+        documents,
+        "--through-gate",
+        "--cache-dir",
+        tmp_path / "c",
+    )
+    assert done.exit_code == 2 and "--through-gate" in done.output
+
+
+def test_systems_are_ranked_by_mean_consistency_against_each_human_mean(tmp_path):
+    """Spearman over the systems' means: consistency order a > b > c > d; human `factual`
+    order a > c > b > d (rho 0.8), `factuality` exactly reversed (rho -1)."""
+    from hss_gate.research.systems_gate import spearman
+
+    cons = {"a": 0.9, "b": 0.7, "c": 0.5, "d": 0.3}
+    factual = {"a": 1.0, "b": 0.5, "c": 0.75, "d": 0.0}
+    lines = []
+    for system in cons:
+        for i in range(4):
+            lines.append(
+                {
+                    "doc_id": f"d{i}",
+                    "system": system,
+                    "factual": float(i < factual[system] * 4),
+                    "factuality": 1 - cons[system] + 0.01 * i,
+                }
+            )
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rows = {s: _rows([c, c]) for s, c in cons.items()}
+    rank = spearman(rows, path)
+    assert rank["factual"]["rho"] == pytest.approx(0.8)
+    assert rank["factual"]["means"]["c"] == {"consistency": 0.5, "human": 0.75}
+    assert rank["factuality"]["rho"] == pytest.approx(-1.0)
+    without = tmp_path / "f.jsonl"
+    without.write_text("".join(json.dumps(x | {"factuality": None}) + "\n" for x in lines))
+    assert set(spearman(rows, without)) == {"factual"}  # null factuality: not a label
+
+
+def test_a_constant_ranking_has_no_rho(tmp_path):
+    from hss_gate.research.systems_gate import spearman
+
+    lines = [{"doc_id": "d0", "system": s, "factual": f} for s, f in (("a", 1), ("b", 0), ("c", 1))]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rank = spearman({s: _rows([0.5]) for s in "abc"}, path)
+    assert rank["factual"]["rho"] is None and rank["factual"]["p"] is None
