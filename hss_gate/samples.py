@@ -453,6 +453,11 @@ def migrate(engine: Engine) -> list[str]:
     added += [t.name for t in _METADATA.sorted_tables if t.name not in existing]
     _METADATA.create_all(engine)
     with engine.begin() as conn:
+        # alembic (Prefect's own migration tool) builds the ALTER TABLE: no SQL from strings
+        from alembic.migration import MigrationContext
+        from alembic.operations import Operations
+
+        operations = Operations(MigrationContext.configure(conn))
         for table in _METADATA.sorted_tables:
             if table.name not in existing:
                 continue
@@ -462,14 +467,7 @@ def migrate(engine: Engine) -> list[str]:
                     continue
                 if not column.nullable:
                     raise StoreError(f"cannot add the required column {table.name}.{column.name}")
-                kind = column.type.compile(dialect=engine.dialect)
-                preparer = engine.dialect.identifier_preparer
-                conn.execute(
-                    sa.text(
-                        f"ALTER TABLE {preparer.quote(table.name)} "
-                        f"ADD COLUMN {preparer.quote(column.name)} {kind}"
-                    )
-                )
+                operations.add_column(table.name, sa.Column(column.name, column.type))
                 added.append(f"{table.name}.{column.name}")
     return added
 
