@@ -590,12 +590,7 @@ class SampleStore:
         if model_id is not None:
             query = query.where(SAMPLES.c.model_id == model_id)
         query = query.order_by(SAMPLES.c.timestamp.desc(), SAMPLES.c.seq.desc()).limit(n)
-        try:
-            with self._engine.connect() as conn:
-                rows = conn.execute(query).mappings().all()
-        except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(f"{self.url}: cannot read samples: {self._why(exc)}") from exc
-        return [Sample.model_validate(dict(row)) for row in rows]
+        return self._samples(query, "samples")
 
     def _samples(self, query: sa.Select, what: str) -> list[Sample]:
         try:
