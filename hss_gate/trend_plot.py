@@ -70,7 +70,7 @@ def trend_points(runs: Sequence[Mapping[str, Any]]) -> list[TrendPoint]:
         points.append(
             TrendPoint(
                 started=str(run.get("started_at", "")),
-                decision=str(run.get("decision", "")),
+                decision=str(run.get("decision") or "unknown"),
                 flagged=_float(details.get("unsupported_share")),
                 p_value=_float(p_values.get(CONSISTENCY_TEST))
                 if isinstance(p_values, Mapping)
@@ -102,12 +102,14 @@ def trend_line(runs: Sequence[Mapping[str, Any]]) -> str:
         return f"Flagged share over {runs_text}: none recorded; verdicts: {verdicts}."
     first, last = valued[0], valued[-1]
     if first is last:
-        share = f"{first.flagged:.3f} ({first.started})"
-    else:
-        share = (
-            f"{first.flagged:.3f} ({first.started}) -> {last.flagged:.3f} ({last.started}), "
-            f"{(last.flagged or 0.0) - (first.flagged or 0.0):+.3f}"
+        return (
+            f"Flagged share over {runs_text}: {first.flagged:.3f} ({first.started}); "
+            f"verdicts: {verdicts}."
         )
+    share = (
+        f"{first.flagged:.3f} ({first.started}) -> {last.flagged:.3f} ({last.started}), "
+        f"{(last.flagged or 0.0) - (first.flagged or 0.0):+.3f}"
+    )
     return f"Flagged share over {runs_text} (oldest first): {share}; verdicts: {verdicts}."
 
 
