@@ -252,6 +252,11 @@ def trend_svg(runs: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _deploys(points: Sequence[TrendPoint]) -> bool:
+    """Whether the runs' model id changes (a deploy line is drawn)."""
+    return len({p.model_id for p in points if p.model_id is not None}) > 1
+
+
 def _legend(points: Sequence[TrendPoint], y: float) -> list[str]:
     """The lines and the verdicts shown, in words beside their shapes."""
     out = [
@@ -262,6 +267,12 @@ def _legend(points: Sequence[TrendPoint], y: float) -> list[str]:
         "stroke-width='1.5' stroke-dasharray='5,4'/>",
         f"<text x='{LEFT + 134}' y='{y}'>consistency test p-value</text>",
     ]
+    if _deploys(points):
+        out += [
+            f"<line x1='{LEFT + 290}' y1='{y - 4}' x2='{LEFT + 310}' y2='{y - 4}' "
+            "stroke='#6a5acd' stroke-dasharray='2,3'/>",
+            f"<text x='{LEFT + 314}' y='{y}'>new model id (a deploy)</text>",
+        ]
     shown = list(dict.fromkeys(p.decision for p in points))
     x, y = LEFT, y + 20
     for decision in [d for d in DECISIONS if d in shown] + [d for d in shown if d not in DECISIONS]:

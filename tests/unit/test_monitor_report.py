@@ -385,11 +385,16 @@ def test_the_trend_svg_plots_each_run_with_its_verdict_shape_and_value():
     for words in ("healthy (circle)", "unhealthy (triangle)", "insufficient data", "error"):
         assert words in texts  # the legend says it in words, not colour alone
     assert "consistency test p-value" in texts and "n/a" in texts and "m2" in texts
+    assert "new model id (a deploy)" in texts  # m1 -> m2: a dotted line where m2 starts
+    deploys = [el for el in svg.iter(f"{SVG}line") if el.find(f"{SVG}title") is not None]
+    assert [el.find(f"{SVG}title").text for el in deploys] == ["new model id: m2"]
+    assert deploys[0].get("x1") == markers[runs[3]["started_at"]][1].get("points").split(",")[0]
     assert "consistency test p=0.0010" in markers[runs[3]["started_at"]][1].find(f"{SVG}title").text
 
 
 def test_the_trend_svg_is_deterministic_and_independent_of_the_runs_order():
     runs = [_run(i, "healthy", i / 10, 0.5) for i in range(5)]
+    assert "new model id" not in trend_svg(runs)  # one model id: no deploy
     shuffled = [runs[3], runs[0], runs[4], runs[1], runs[2]]
     assert trend_svg(runs) == trend_svg(copy.deepcopy(runs)) == trend_svg(shuffled)
 
