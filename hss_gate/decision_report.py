@@ -587,8 +587,11 @@ def _window_drift(result: Mapping[str, Any]) -> dict[str, Any] | None:
     if "drifted" not in drift:
         reason = drift.get("skipped") or "not measured"
         return {"text": f"not measured: {reason}", "report": None, "rows": [], "failed": []}
-    columns = [c if isinstance(c, Mapping) else {"column": c} for c in drift.get("columns") or []]
     drifted = [str(c) for c in drift.get("drifted_columns") or []]
+    columns = [  # dicts as Evidently's, or bare names
+        c if isinstance(c, Mapping) else {"column": c, "drifted": str(c) in drifted}
+        for c in drift.get("columns") or []
+    ]
     share = drift.get("share")
     text = (
         f"{'drift' if drift.get('drifted') else 'no drift'}: {len(drifted)} of {len(columns)} "

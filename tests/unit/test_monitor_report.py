@@ -224,6 +224,15 @@ def test_the_drift_report_is_linked_only_by_a_plain_file_name(name):
     assert "Report:" not in monitor_markdown(result)
 
 
+def test_drift_columns_given_as_names_are_listed():
+    result = _result()
+    result["windows"]["drift"]["columns"] = ["live_consistency", "live_n_words"]
+    page = monitor_html(result)
+    assert '<tr class="fail"><td>live_consistency</td><td>drift</td><td></td><td>n/a</td>' in page
+    assert "<tr><td>live_n_words</td><td>no drift</td>" in page
+    assert "1 of 2 columns drifted" in monitor_markdown(result)
+
+
 def test_skipped_windows_drift_says_why():
     result = _result()
     result["windows"]["drift"] = {"skipped": "fewer than 30 samples in a window"}
