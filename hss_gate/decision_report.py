@@ -13,6 +13,7 @@ from typing import Any
 
 from hss_gate.gate import Decision, Finding
 from hss_gate.tables import Evidence, unsupported_evidence
+from hss_gate.trend_plot import CONSISTENCY_TEST, trend_line, trend_svg
 
 VERDICT = {
     "promote": "PROMOTE",
@@ -30,6 +31,8 @@ vertical-align:top;text-align:left}th{background:#f3f3f3}.promote,.healthy{color
 .block,.unhealthy,.error{color:#b00020}.fail{background:#fde8ea}.summary{max-width:28rem;
 font-size:.9em}code{background:#f3f3f3;padding:0 .2rem}
 mark.unsupported-word{background:#f4a6a6;font-weight:bold}
+.evidence table{width:100%;table-layout:fixed}.evidence th:nth-child(2){width:12rem}
+figure.trend{margin:1rem 0}figure.trend svg{max-width:100%;height:auto}
 """
 
 LEGEND = (
@@ -367,8 +370,9 @@ def _marked(text: str, spans: Sequence[tuple[int, int, Any]], wrap: Any) -> str:
     return "".join(out) + html.escape(text[at:])
 
 
-def _marked_words(sentence: str, words: Sequence[str]) -> str:
-    """The sentence (escaped) with each of its unsupported words marked (each occurrence)."""
+def _word_spans(sentence: str, words: Sequence[str]) -> list[tuple[int, int, Any]]:
+    """Where each unsupported word occurs in the sentence (each occurrence, longest words
+    first, never overlapping), in text order."""
     spans: list[tuple[int, int, Any]] = []
     for word in sorted(dict.fromkeys(words), key=len, reverse=True):
         if not word:
@@ -377,10 +381,14 @@ def _marked_words(sentence: str, words: Sequence[str]) -> str:
         for m in re.finditer(pattern, sentence, re.IGNORECASE):
             if all(m.end() <= a or m.start() >= b for a, b, _ in spans):
                 spans.append((m.start(), m.end(), None))
-    spans.sort(key=lambda s: s[0])
+    return sorted(spans, key=lambda s: s[0])
+
+
+def _marked_words(sentence: str, words: Sequence[str]) -> str:
+    """The sentence (escaped) with each of its unsupported words marked (each occurrence)."""
     return _marked(
         sentence,
-        spans,
+        _word_spans(sentence, words),
         lambda inner, _: f"<mark class='unsupported-word'>{html.escape(inner)}</mark>",
     )
 
@@ -450,55 +458,321 @@ def _monitor_rows(result: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-WINDOW_HEADERS = ["window", "model id", "samples", "from", "to"]
-WINDOW_TEST_HEADERS = ["signal", "reference", "current", "difference", "one-sided p", "alpha"]
+# ------------------------------------------------------------------ monitor: the two windows
+
+WINDOW_HEADERS = ["window", "model id", "samples", "from", "to", "chosen as", "instead of"]
+DISTRIBUTION_HEADERS = [
+    "signal",
+    "reference n",
+    "reference mean",
+    "reference p10 / median / p90",
+    "current n",
+    "current mean",
+    "current p10 / median / p90",
+    "change in mean",
+]
+WINDOW_TEST_HEADERS = [
+    "signal",
+    "reference",
+    "current",
+    "difference",
+    "one-sided p",
+    "alpha",
+    "role",
+    "worse?",
+]
 
 
 def _window_rows(result: Mapping[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
-    """--served-only: the two windows side by side (sizes, time ranges) and each signal's test."""
+    """--served-only: the two windows side by side (model id, sizes, time ranges, how each
+    was chosen) and each signal's test."""
     windows = result.get("windows") or {}
     if not windows.get("reference"):
         return [], []
-    ref, cur = windows["reference"], windows["current"]
+    ref, cur = windows["reference"], windows.get("current") or {}
     pinned = " (pinned)" if ref.get("pinned") else ""
+    if ref.get("pinned"):
+        chosen = f"pinned: {ref.get('since') or '?'} to {ref.get('until') or '?'}"
+    else:
+        chosen = f"the model id's first {ref.get('n', '?')} samples"
+    instead = ref.get("instead_of")
     spans = [
-        ["reference" + pinned, str(ref.get("model_id")), str(ref["n"]), *_span(ref)],
-        ["current", str(windows.get("model_id")), str(cur["n"]), *_span(cur)],
+        [
+            "reference" + pinned,
+            str(ref.get("model_id")),
+            str(ref.get("n", "")),
+            *_span(ref),
+            chosen,
+            f"{instead} (its own reference is not complete)" if instead else "",
+        ],
+        [
+            "current",
+            str(windows.get("model_id")),
+            str(cur.get("n", "")),
+            *_span(cur),
+            "the newest samples",
+            "",
+        ],
     ]
     tests = [
         [
-            t["label"],
-            _num(t["reference_mean"]),
-            _num(t["current_mean"]),
-            f"{t['difference']:+.3f}",
-            f"{t['p_value']:.4f}",
-            str(t["alpha"]),
+            str(t.get("label", t.get("signal", ""))),
+            _num(t.get("reference_mean")),
+            _num(t.get("current_mean")),
+            _signed(t.get("difference")),
+            _num(t.get("p_value"), 4),
+            str(t.get("alpha", "")),
+            "blocking" if t.get("blocking", True) else "reported",
+            "WORSE" if t.get("worse") else "no",
         ]
-        for t in windows.get("tests", [])
+        for t in windows.get("tests") or []
     ]
     return spans, tests
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _signed(value: Any) -> str:
+    return f"{value:+.3f}" if _is_number(value) else "n/a"
 
 
 def _span(window: Mapping[str, Any]) -> list[str]:
     return [str(window.get("first") or ""), str(window.get("last") or "")]
 
 
-def _trend_rows(result: Mapping[str, Any]) -> list[list[Any]]:
-    return [
+def _quantiles(stats: Mapping[str, Any]) -> str:
+    return " / ".join(_num(stats.get(k)) for k in ("p10", "median", "p90"))
+
+
+def _distribution_rows(result: Mapping[str, Any]) -> list[list[str]]:
+    """Each signal's distribution in the reference and the current window, side by side."""
+    rows = []
+    for d in (result.get("windows") or {}).get("distributions") or []:
+        ref, cur = d.get("reference") or {}, d.get("current") or {}
+        a, b = ref.get("mean"), cur.get("mean")
+        numbers = _is_number(a) and _is_number(b)
+        rows.append(
+            [
+                str(d.get("label") or d.get("signal", "")),
+                str(ref.get("n", "")),
+                _num(a),
+                _quantiles(ref),
+                str(cur.get("n", "")),
+                _num(b),
+                _quantiles(cur),
+                _signed(b - a) if numbers else "n/a",
+            ]
+        )
+    return rows
+
+
+def _failed_tests(result: Mapping[str, Any]) -> list[bool]:
+    """Which window tests made the run unhealthy (worse, and blocking)."""
+    tests = (result.get("windows") or {}).get("tests") or []
+    return [bool(t.get("worse")) and bool(t.get("blocking", True)) for t in tests]
+
+
+REPORT_NAME = re.compile(r"[\w][\w.-]*\.html")
+"""A report beside monitor.html that may be linked (a plain file name, nothing else)."""
+
+
+def _window_drift(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Evidently drift of the two windows: {"text", "report" (a linkable file name or
+    None), "rows" (column, result, method, score), "failed"}; None when not measured."""
+    drift = (result.get("windows") or {}).get("drift")
+    if not isinstance(drift, Mapping) or not drift:
+        return None
+    if "drifted" not in drift:
+        reason = drift.get("skipped") or "not measured"
+        return {"text": f"not measured: {reason}", "report": None, "rows": [], "failed": []}
+    drifted = [str(c) for c in drift.get("drifted_columns") or []]
+    columns = [  # dicts as Evidently's, or bare names
+        c if isinstance(c, Mapping) else {"column": c, "drifted": str(c) in drifted}
+        for c in drift.get("columns") or []
+    ]
+    share = drift.get("share")
+    text = (
+        f"{'drift' if drift.get('drifted') else 'no drift'}: {len(drifted)} of {len(columns)} "
+        f"columns drifted (share {_num(share)}); reference n={drift.get('n_reference', '?')}, "
+        f"current n={drift.get('n_current', '?')}"
+        + (f"; drifted: {', '.join(drifted)}" if drifted else "")
+    )
+    report = str(drift.get("report") or "")
+    return {
+        "text": text,
+        "report": report if REPORT_NAME.fullmatch(report) else None,
+        "rows": [
+            [
+                str(c.get("column", "")),
+                "drift" if c.get("drifted") else "no drift",
+                str(c.get("method", "")),
+                _num(c.get("score")),
+            ]
+            for c in columns
+        ],
+        "failed": [bool(c.get("drifted")) for c in columns],
+    }
+
+
+# ------------------------------------------------------------ monitor: the flagged summaries
+
+FLAGGED_SHOWN = 20
+"""How many flagged served summaries the reports list (the rest are in monitor.json)."""
+
+
+def flagged_samples(samples: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping, list[Evidence]]]:
+    """The served summaries the checker flags (those with unsupported sentences), each with its
+    evidence (sentence, best-matching source passage, unsupported words), lowest consistency
+    first (a sample without one last), then in the order served."""
+    found = [
+        (s, evidence)
+        for s in samples
+        if (evidence := unsupported_evidence(list(s.get("unsupported") or [])))
+    ]
+
+    def key(item: tuple[Mapping, list[Evidence]]) -> tuple[bool, float]:
+        value = item[0].get("live_consistency")
+        return (not _is_number(value), float(value) if _is_number(value) else 0.0)
+
+    return sorted(found, key=key)
+
+
+def _flagged_intro(flagged: Sequence[Any], total: int) -> str:
+    """How many served summaries are flagged, and how many more monitor.json holds."""
+    more = len(flagged) - FLAGGED_SHOWN
+    order = "lowest consistency first"
+    if more > 0:
+        order += f"; the first {FLAGGED_SHOWN} shown, {more} more in monitor.json"
+    return (
+        f"{len(flagged)} of {total} served summaries are flagged: the checker finds sentences "
+        f"of them unsupported ({order})."
+    )
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]])")
+
+
+def _md_text(text: str) -> str:
+    """User text for Markdown: HTML-escaped, emphasis and link syntax backslashed, one line."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(re.sub(r"\s+", " ", text), quote=False))
+
+
+def _md_marked(sentence: str, words: Sequence[str]) -> str:
+    """The sentence for Markdown with each unsupported word in bold."""
+    out, at = [], 0
+    for a, b, _ in _word_spans(sentence, words):
+        out += [_md_text(sentence[at:a]), f"**{_md_text(sentence[a:b])}**"]
+        at = b
+    return "".join([*out, _md_text(sentence[at:])]).strip()
+
+
+def _flagged_markdown(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    flagged = flagged_samples(samples)
+    if not flagged:
+        return []
+    rows = [
         [
-            t["started_at"],
-            (t.get("details") or {}).get("kind", "full"),
-            t["n_samples"],
-            _num((t.get("details") or {}).get("unsupported_share")),
-            _num(t["mean_hss"]),
-            t["drift"],
-            t["decision"],
+            _md_text(str(s.get("doc_id", ""))),
+            _num(s.get("live_consistency")),
+            _md_marked(sentence, words),
+            _md_text(passage) or "(none)",
         ]
-        for t in result["trend"]
+        for s, evidence in flagged[:FLAGGED_SHOWN]
+        for sentence, passage, words in evidence
+    ]
+    return [
+        "",
+        "**Served summaries the checker flags**",
+        "",
+        _flagged_intro(flagged, len(samples)) + " Words the source does not contain in bold.",
+        "",
+        *_md_table(
+            ["sample", "consistency", "unsupported sentence", "best-matching source passage"], rows
+        ),
     ]
 
 
-TREND_HEADERS = ["started", "kind", "samples", "unsupported", "mean HSS", "drift", "decision"]
+def _flagged_html(samples: Sequence[Mapping[str, Any]]) -> str:
+    """Each flagged served summary: its unsupported sentences, each beside the source passage
+    that matches it best, the words the source does not contain marked."""
+    flagged = flagged_samples(samples)
+    if not flagged:
+        return ""
+    esc = html.escape
+    parts = [
+        "<h2>Unsupported sentences in served summaries</h2>"
+        f"<p>{esc(_flagged_intro(flagged, len(samples)))} Each sentence the checker finds "
+        "unsupported, the words of it the source does not contain, and the source passage "
+        "that matches it best.</p>" + LEGEND
+    ]
+    for s, evidence in flagged[:FLAGGED_SHOWN]:
+        parts.append(
+            f"<h3>{esc(str(s.get('doc_id', '')))} ({esc(str(s.get('category', '')))}): "
+            f"consistency {esc(_num(s.get('live_consistency')))}</h3>"
+        )
+        parts.append(
+            "<div class='evidence'>"
+            + _html_table(
+                ["unsupported sentence (served)", *EVIDENCE_HEADERS], _evidence_rows(evidence)
+            )
+            + "</div>"
+        )
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------- monitor: the trend
+
+
+def _trend_rows(result: Mapping[str, Any]) -> list[list[Any]]:
+    rows = []
+    for t in result.get("trend") or []:
+        details = t.get("details") or {}
+        p_values = details.get("p_values") or {}
+        rows.append(
+            [
+                t.get("started_at", ""),
+                details.get("kind", "full"),
+                t.get("n_samples", ""),
+                _num(details.get("unsupported_share")),
+                _num(p_values.get(CONSISTENCY_TEST) if isinstance(p_values, Mapping) else None, 4),
+                _num(t.get("mean_hss")),
+                t.get("drift", ""),
+                t.get("decision", ""),
+            ]
+        )
+    return rows
+
+
+TREND_HEADERS = [
+    "started",
+    "kind",
+    "samples",
+    "flagged share",
+    "consistency test p",
+    "mean HSS",
+    "drift",
+    "decision",
+]
+
+
+def _windows_markdown(result: Mapping[str, Any]) -> list[str]:
+    spans, tests = _window_rows(result)
+    if not spans:
+        return []
+    lines = ["", "**Windows of the model's own traffic**", "", *_md_table(WINDOW_HEADERS, spans)]
+    distributions = _distribution_rows(result)
+    if distributions:
+        lines += ["", "Each signal's distribution:", ""]
+        lines += _md_table(DISTRIBUTION_HEADERS, distributions)
+    if tests:
+        lines += ["", *_md_table(WINDOW_TEST_HEADERS, tests)]
+    drift = _window_drift(result)
+    if drift:
+        report = f" Report: `{drift['report']}`." if drift["report"] else ""
+        lines += ["", f"Evidently drift between the windows: {drift['text']}.{report}"]
+    return lines
 
 
 def monitor_markdown(result: Mapping[str, Any]) -> str:
@@ -511,23 +785,56 @@ def monitor_markdown(result: Mapping[str, Any]) -> str:
         "",
         *[f"- {r}" for r in result.get("reasons", [])],
     ]
-    spans, tests = _window_rows(result)
-    if spans:
-        lines += ["", "**Windows of the model's own traffic**", ""]
-        lines += _md_table(WINDOW_HEADERS, spans)
-    if tests:
-        lines += ["", *_md_table(WINDOW_TEST_HEADERS, tests)]
-    if spans:
+    windowed = _windows_markdown(result)
+    lines += windowed
+    if windowed:
         lines += ["", "**Absolute floor: the production reference corpus**"]
     if result.get("notes"):
         lines += ["", *[f"- {n}" for n in result["notes"]]]
     rows = _monitor_rows(result)
     if rows:
         lines += ["", *_md_table(["signal", "live", "reference", "difference [CI]"], rows)]
+    lines += _flagged_markdown(result.get("samples") or [])
     if result.get("trend"):
-        lines += ["", "**Recent runs**", ""]
+        lines += ["", "**Recent runs** (newest first)", "", trend_line(result["trend"]), ""]
         lines += _md_table(TREND_HEADERS, _trend_rows(result))
     return "\n".join(lines) + "\n"
+
+
+def _windows_html(result: Mapping[str, Any]) -> list[str]:
+    spans, tests = _window_rows(result)
+    if not spans:
+        return []
+    parts = ["<h2>Windows of the model's own traffic</h2>", _html_table(WINDOW_HEADERS, spans)]
+    distributions = _distribution_rows(result)
+    if distributions:
+        parts.append(
+            "<h3>Each signal's distribution</h3><p>Mean and the 10th, 50th and 90th "
+            "percentiles per window; a 0/1 signal's mean is the share of summaries flagged.</p>"
+        )
+        parts.append(_html_table(DISTRIBUTION_HEADERS, distributions))
+    if tests:
+        parts.append(
+            "<h3>Is the current window worse?</h3><p>One-sided tests of the current window "
+            "against the reference; a blocking test below its alpha makes the run unhealthy, "
+            "a reported one is shown only.</p>"
+        )
+        parts.append(_html_table(WINDOW_TEST_HEADERS, tests, _failed_tests(result)))
+    drift = _window_drift(result)
+    if drift:
+        link = ""
+        if drift["report"]:
+            name = html.escape(drift["report"])
+            link = f" Full report: <a href='{name}'>{name}</a>"
+        parts.append(
+            "<h3>Evidently drift between the windows</h3>"
+            f"<p>{html.escape(drift['text'].capitalize())}.{link}</p>"
+        )
+        if drift["rows"]:
+            parts.append(
+                _html_table(["column", "result", "method", "score"], drift["rows"], drift["failed"])
+            )
+    return parts
 
 
 def monitor_html(result: Mapping[str, Any]) -> str:
@@ -543,18 +850,14 @@ def monitor_html(result: Mapping[str, Any]) -> str:
         f"run {esc(str(result.get('run_id')))}.</p>",
         "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in result.get("reasons", [])) + "</ul>",
     ]
-    spans, tests = _window_rows(result)
-    if spans:
-        parts.append("<h2>Windows of the model's own traffic</h2>")
-        parts.append(_html_table(WINDOW_HEADERS, spans))
-    if tests:
-        parts.append(_html_table(WINDOW_TEST_HEADERS, tests))
+    windowed = _windows_html(result)
+    parts += windowed
+    rows = _monitor_rows(result)
+    if windowed and (rows or result.get("notes")):
+        parts.append("<h2>Absolute floor: the production reference corpus</h2>")
     if result.get("notes"):
         parts.append("<ul>" + "".join(f"<li>{esc(n)}</li>" for n in result["notes"]) + "</ul>")
-    rows = _monitor_rows(result)
     if rows:
-        if spans:
-            parts.append("<h2>Absolute floor: the production reference corpus</h2>")
         parts.append(_html_table(["signal", "live", "reference", "difference [CI]"], rows))
     if result.get("drift"):
         parts.append(_drift_html(result["drift"]))
@@ -567,10 +870,17 @@ def monitor_html(result: Mapping[str, Any]) -> str:
                 [not c["success"] for c in result["checks"]],
             )
         )
+    if result.get("samples"):
+        parts.append(_flagged_html(result["samples"]))
     if result.get("trend"):
-        parts.append("<h2>Recent runs</h2>")
+        parts.append(
+            "<h2>Recent runs</h2><p>The share of served summaries the checker flags per "
+            f"recorded run, oldest left. {esc(trend_line(result['trend']))}</p>"
+        )
+        parts.append(f"<figure class='trend'>{trend_svg(result['trend'])}</figure>")
         if result.get("trend_png"):
             parts.append(f"<img src='{esc(result['trend_png'])}' alt='mean HSS per run'>")
+        parts.append("<p>The recorded runs, newest first:</p>")
         parts.append(_html_table(TREND_HEADERS, _trend_rows(result)))
     if result.get("samples"):
         parts.append("<h2>Samples</h2>")
@@ -597,20 +907,6 @@ def monitor_html(result: Mapping[str, Any]) -> str:
                 ],
             )
         )
-        evidence = [
-            [s["doc_id"], *row]
-            for s in result["samples"]
-            for row in _evidence_rows(unsupported_evidence(list(s.get("unsupported") or [])))
-        ]
-        if evidence:
-            parts.append(
-                "<h2>Unsupported sentences in served summaries</h2><p>Each sentence the checker "
-                "finds unsupported, the words of it the source does not contain, and the source "
-                "passage that matches it best.</p>" + LEGEND
-            )
-            parts.append(
-                _html_table(["sample", "unsupported sentence", *EVIDENCE_HEADERS], evidence)
-            )
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -1,0 +1,54 @@
+"""monitor.html with every new section (the windows side by side, the flagged served summaries,
+the trend SVG) filled with hostile text, opened in headless Chromium: nothing runs, the text is
+shown as text (the browser check of tests/reliability/test_security.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hss_gate.decision_report import monitor_html
+from tests.reliability.test_security import PAYLOAD, injected, rendered_dom, visible_text
+from tests.unit.test_monitor_report import _result
+
+pytestmark = pytest.mark.integration
+
+
+def _hostile() -> dict:
+    result = _result()
+    windows = result["windows"]
+    windows["model_id"] = PAYLOAD
+    windows["reference"] |= {"model_id": PAYLOAD, "instead_of": PAYLOAD, "first": PAYLOAD}
+    windows["current"]["last"] = PAYLOAD
+    windows["distributions"][0] |= {"label": PAYLOAD}
+    windows["tests"][0] |= {"label": PAYLOAD, "alpha": PAYLOAD}
+    windows["drift"] |= {"drifted_columns": [PAYLOAD], "report": PAYLOAD}
+    windows["drift"]["columns"][0] |= {"column": PAYLOAD, "method": PAYLOAD}
+    result["samples"] = [
+        {
+            "doc_id": PAYLOAD,
+            "category": PAYLOAD,
+            "live_consistency": 0.1,
+            "live_unsupported": PAYLOAD,
+            "live_summary": f"Texas {PAYLOAD}",
+            "unsupported": [[f"Texas {PAYLOAD}", PAYLOAD, ["Texas", PAYLOAD]]],
+        }
+    ]
+    for run in result["trend"]:
+        run["started_at"] = PAYLOAD
+        run["details"]["model_id"] = PAYLOAD
+    result["trend"][0]["decision"] = PAYLOAD
+    return result
+
+
+def test_every_new_section_of_monitor_html_escapes_hostile_text(tmp_path):
+    page = tmp_path / "monitor.html"
+    page.write_text(monitor_html(_hostile()), encoding="utf-8")
+    dom = rendered_dom(page)
+    assert injected(dom) == []
+    shown = visible_text(dom)
+    # windows (model id x2, instead of, first, last), distribution, test label, alpha, drift
+    # text, drift column, method, flagged sample (id, category, sentence, words, passage),
+    # samples table (id, category, mentions, summary), trend (svg labels, titles, table)
+    assert shown.count("<script>window.__pwned=1;") >= 25
+    assert "onmouseover='window.__pwned=4'" in shown
+    assert "<svg" in dom and "<a href" not in dom  # the hostile report name is not linked
