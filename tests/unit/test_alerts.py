@@ -380,3 +380,71 @@ def test_without_a_prefect_api_the_event_is_reported_not_sent(tmp_path):
             "unhealthy", {"event": "hss.monitor.unhealthy"}, ["unhealthy"], [PrefectEventSender()]
         )
     assert outcome["sent"] is False and "PREFECT_API_URL" in outcome["error"]
+
+
+# ------------------------------------------------------------------------ Prefect automations
+
+
+def _prefect_yaml_trigger() -> dict[str, Any]:
+    import yaml
+
+    from tests.conftest import REPO
+
+    deployments = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))["deployments"]
+    [daily] = [d for d in deployments if d["name"] == "monitor-daily"]
+    [trigger] = daily["triggers"]
+    return trigger
+
+
+def test_prefect_yaml_triggers_the_full_monitor_on_the_served_event():
+    """The trigger `prefect deploy` turns into an automation is valid for the installed Prefect
+    and matches the event and resource the served-only monitor emits (not the full one's)."""
+    pytest.importorskip("prefect")
+    import uuid
+
+    from prefect.events import DeploymentTriggerTypes
+    from pydantic import TypeAdapter
+
+    spec = _prefect_yaml_trigger()
+    trigger = TypeAdapter(DeploymentTriggerTypes).validate_python(spec)
+    trigger.set_deployment_id(uuid.uuid4())
+    automation = trigger.as_automation()
+    assert automation.actions[0].type == "run-deployment"
+    emitted: list[tuple[str, dict[str, str]]] = []
+    sender = PrefectEventSender(lambda e, r, p: emitted.append((e, r)) or "id")
+    for kind in ("served", "full"):
+        sender.send(alerts.event_name("unhealthy"), {"kind": kind})
+    (served_event, served), (_, full) = emitted
+    assert automation.trigger.expect == {served_event}
+    assert automation.trigger.match.model_dump() == {
+        "prefect.resource.id": served["prefect.resource.id"]
+    }
+    assert full["prefect.resource.id"] != served["prefect.resource.id"]  # no loop
+
+
+def _documented_automation() -> dict[str, Any]:
+    import yaml
+
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "ALERTING.md").read_text(encoding="utf-8")
+    start = text.index("```yaml\n# hss-alert-automation.yaml") + len("```yaml\n")
+    return yaml.safe_load(text[start : text.index("```", start)])
+
+
+def test_the_documented_notification_automation_is_valid_and_renders(tmp_path):
+    pytest.importorskip("prefect")
+    import jinja2
+    from prefect.events.schemas.automations import AutomationCore
+
+    data = _documented_automation()
+    automation = AutomationCore.model_validate(data)  # what `prefect automation create` does
+    assert "hss.monitor.unhealthy" in automation.trigger.expect
+    assert automation.trigger.match.model_dump()["prefect.resource.id"] == "hss-gate.monitor.*"
+    action = data["actions"][0]
+    event = {"payload": monitor_payload(windowed_result(), tmp_path)}
+    subject = jinja2.Template(action["subject"]).render(event=event)
+    body = jinja2.Template(action["body"]).render(event=event)
+    assert subject == "hss-gate monitor: unhealthy (m1)"
+    assert "UNHEALTHY run abc123def456 (served)" in body and "- served summaries: rose" in body
+    assert str((tmp_path / "monitor.html").resolve()) in body
