@@ -371,9 +371,6 @@ class RunSettings(BaseModel):
     bench_out: str = "outputs/bench"
 
 
-ALERT_VERDICTS = ("healthy", "unhealthy", "error", "insufficient_data")
-
-
 class AlertSettings(BaseModel):
     """Notifications of a monitor verdict beyond the exit code (docs/ALERTING.md)."""
 
