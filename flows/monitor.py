@@ -48,6 +48,7 @@ def monitor_flow(
     (served_only: too little traffic for two windows) "insufficient_data",
     reasons, severity, drift, checks, samples and the trend of recent runs.
     """
+    from hss_gate.alerts import alert_monitor
     from hss_gate.decision_report import monitor_markdown
     from hss_gate.settings import load_settings
     from hss_gate.workflows.monitor import MonitorRequest, run_monitor
@@ -68,6 +69,9 @@ def monitor_flow(
     result = outcome.verdict
     if outcome.error is not None:
         logger.error("the monitor could not run: %s", error_message(outcome.error))
+    alerts = alert_monitor(load_monitor_settings, result, outcome.out_dir)  # never raises
+    for line in alerts.lines():
+        (logger.warning if line.startswith("warning") else logger.info)(line)
     publish(
         monitor_markdown(result), "hss-monitor", f"hss-gate monitor: {result['decision']}", logger
     )

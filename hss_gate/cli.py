@@ -400,6 +400,7 @@ def monitor(
     (with --served-only: significantly worse than the model's own reference window), drift or
     a severity rise, 2 = error, 3 = insufficient data (--served-only: no reference window yet,
     or too few samples for a reference and a current window that do not overlap)."""
+    from hss_gate.alerts import alert_monitor
     from hss_gate.monitor import EXIT_CODES
     from hss_gate.runner import LocalRunner
     from hss_gate.workflows.monitor import MonitorRequest, pin_reference, run_monitor
@@ -422,6 +423,8 @@ def monitor(
         )
     result, written = outcome.verdict, outcome.out_dir / "monitor.json"
     code = EXIT_CODES[result["decision"]]
+    for line in alert_monitor(lambda: _settings(params), result, outcome.out_dir).lines():
+        _wide(line)  # alerting never changes the verdict or the exit code
     _finish(result["decision"], result["reasons"], code, written, outcome.error)
 
 

@@ -5,6 +5,7 @@ Nested keys use a double underscore: HSS_PERTURB__TAU=0.7 overrides perturb.tau.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -12,9 +13,11 @@ import yaml
 from pydantic import (
     BaseModel,
     Field,
+    SecretStr,
     StringConstraints,
     ValidationError,
     field_serializer,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -368,6 +371,35 @@ class RunSettings(BaseModel):
     bench_out: str = "outputs/bench"
 
 
+class AlertSettings(BaseModel):
+    """Notifications of a monitor verdict beyond the exit code (docs/ALERTING.md)."""
+
+    webhook_url: SecretStr | None = Field(
+        None,
+        description="POST the verdict's JSON here (http or https); a URL can carry a token: give "
+        "it as HSS_ALERT__WEBHOOK_URL, never in params.yaml (it is never printed)",
+    )
+    on: list[Literal["healthy", "unhealthy", "error", "insufficient_data"]] = Field(
+        default_factory=lambda: ["unhealthy"], description="the verdicts that notify"
+    )
+    prefect_event: bool = Field(
+        False,
+        description="emit the Prefect event hss.monitor.<decision> with the same payload (a "
+        "Prefect automation can match it; needs a Prefect API: PREFECT_API_URL or a flow run)",
+    )
+    timeout_s: float = Field(10.0, gt=0, le=300, description="webhook: per attempt")
+    retries: int = Field(
+        2, ge=0, le=10, description="webhook: more attempts on a network error, 429 or 5xx"
+    )
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _http_only(cls, url: SecretStr | None) -> SecretStr | None:
+        if url is not None and not re.match(r"(?i)^https?://[^/\s]+", url.get_secret_value()):
+            raise ValueError("webhook_url must be an http:// or https:// URL")
+        return url
+
+
 class HssSettings(BaseSettings):
     """All settings of hss-gate. Source order: init args > env (HSS_*) > params.yaml > defaults."""
 
@@ -381,6 +413,7 @@ class HssSettings(BaseSettings):
     gate: GateSettings = Field(default_factory=GateSettings)
     monitor: MonitorSettings = Field(default_factory=MonitorSettings)
     experiment: ExperimentSettings = Field(default_factory=ExperimentSettings)
+    alert: AlertSettings = Field(default_factory=AlertSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -408,9 +441,16 @@ def _read_params(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: cannot read the params file ({exc})") from exc
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping at the top level")
-    data = {section: values for section, values in data.items() if values is not None}
+    data = {section: _on_key(values) for section, values in data.items() if values is not None}
     _check_keys(path, data)
     return data
+
+
+def _on_key(values: Any) -> Any:
+    """YAML 1.1 reads a bare `on:` key (alert.on) as the boolean true: give it its name back."""
+    if isinstance(values, dict) and True in values and "on" not in values:
+        return {("on" if key is True else key): v for key, v in values.items()}
+    return values
 
 
 def _check_keys(path: Path, data: dict[str, Any]) -> None:

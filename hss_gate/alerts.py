@@ -1,0 +1,349 @@
+"""Alerting on a monitor verdict beyond the exit code: a webhook POST and a Prefect event.
+
+The step runs after the monitor has written its reports, so the notification can point at a
+report that exists: it builds one payload (the verdict, the numbers that decided it, the
+reports' absolute paths), hands it to each configured sender, and records what happened in
+monitor.json under "alerts" (rewritten atomically). It never raises and never changes the
+verdict: a notification that fails is a warning line and `{"sent": false, "error": ...}`; the
+exit code stays the verdict's. The webhook URL can carry a token, so it is never printed or
+written: outcomes and errors show only its scheme and host.
+
+Settings: the `alert` section of params.yaml (docs/ALERTING.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.client
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from hss_gate.errors import error_message
+from hss_gate.io import write_json_atomic
+from hss_gate.redact import redacted_uri
+from hss_gate.settings import AlertSettings, HssSettings
+
+BACKOFF_S = 0.5  # the webhook's wait before its first retry; doubled before each further one
+RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+WINDOW_FIELDS = (
+    "signal",
+    "label",
+    "reference_mean",
+    "current_mean",
+    "difference",
+    "p_value",
+    "alpha",
+    "n_reference",
+    "n_current",
+)
+FLOOR_FIELDS = (
+    "signal",
+    "label",
+    "live_mean",
+    "reference_mean",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "margin",
+)
+SEVERITY_FIELDS = (
+    "live_mean",
+    "reference_mean",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "margin",
+    "n_live",
+    "n_reference",
+)
+
+
+class AlertError(Exception):
+    """A notification that was not delivered (the message never holds the webhook URL)."""
+
+
+class Sender(Protocol):
+    """One notification channel: `send` delivers the payload or raises AlertError."""
+
+    channel: str
+    target: str  # where it goes, safe to print
+
+    def send(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Deliver; return details of the delivery (e.g. the HTTP status)."""
+        ...
+
+
+# ------------------------------------------------------------------------------ the payload
+
+
+def event_name(decision: str) -> str:
+    """The Prefect event (and the payload's `event`): hss.monitor.<decision>."""
+    return f"hss.monitor.{decision}"
+
+
+def deciding_numbers(result: Mapping[str, Any], floor_blocking: bool) -> dict[str, Any]:
+    """The numbers that made the verdict: each window test that was significantly worse, the
+    absolute-floor rises that blocked (a full run, or monitor.floor_blocking), the severity
+    rise, the drifted columns and the failed checks. Empty lists when nothing decided."""
+    windows = result.get("windows") or {}
+    floor_decides = not windows or floor_blocking
+    severity = result.get("severity") or {}
+    drift = result.get("drift") or {}
+    return {
+        "windows": [
+            {k: t.get(k) for k in WINDOW_FIELDS} for t in windows.get("tests") or [] if t["worse"]
+        ],
+        "floor": [
+            {k: s.get(k) for k in FLOOR_FIELDS}
+            for s in result.get("served") or []
+            if s.get("rise") and floor_decides
+        ],
+        "severity": (
+            {k: severity.get(k) for k in SEVERITY_FIELDS} if severity.get("rise") else None
+        ),
+        "drift": list(drift.get("drifted_columns") or []) if drift.get("drifted") else [],
+        "checks": [
+            {k: c.get(k) for k in ("kind", "description", "observed")}
+            for c in result.get("checks") or []
+            if not c.get("success", True)
+        ],
+    }
+
+
+def _window_span(windows: Mapping[str, Any], which: str) -> dict[str, Any] | None:
+    span = windows.get(which)
+    if not span:
+        return None
+    keys = ("model_id", "n", "first", "last", "pinned")
+    return {k: span[k] for k in keys if k in span}
+
+
+def monitor_payload(
+    result: Mapping[str, Any],
+    out_dir: Path,
+    *,
+    floor_blocking: bool = False,
+    now: dt.datetime | None = None,
+) -> dict[str, Any]:
+    """The notification of one monitor run: who, what verdict, why (the reasons and the
+    deciding numbers), where the reports are (absolute paths) and when. Pure."""
+    windows = result.get("windows") or {}
+    folder = Path(out_dir).resolve()
+    return {
+        "event": event_name(result["decision"]),
+        "run_id": result.get("run_id"),
+        "kind": result.get("kind"),
+        "model": redacted_uri(str(result.get("model") or "")),
+        "model_id": windows.get("model_id"),
+        "decision": result["decision"],
+        "reasons": list(result.get("reasons") or []),
+        "deciding": deciding_numbers(result, floor_blocking),
+        "windows": {
+            "reference": _window_span(windows, "reference"),
+            "current": _window_span(windows, "current"),
+        }
+        if windows
+        else None,
+        "n_samples": result.get("n_samples"),
+        "report": {
+            "html": str(folder / "monitor.html"),
+            "json": str(folder / "monitor.json"),
+            "markdown": str(folder / "monitor.md"),
+        },
+        "timestamp": (now or dt.datetime.now(dt.UTC)).isoformat(),
+    }
+
+
+# ------------------------------------------------------------------------------ the senders
+
+
+def webhook_target(url: str) -> str:
+    """The webhook URL as it may be shown: scheme and host only (path and query can hold a
+    token, e.g. Slack's hooks.slack.com/services/T.../B.../<token>)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}/***"
+
+
+@dataclass
+class WebhookSender:
+    """POST the payload as JSON; retry network errors, 408/425/429 and 5xx with a doubling
+    backoff; any other status is a failure at once."""
+
+    url: str
+    timeout_s: float = 10.0
+    retries: int = 2
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    channel: str = "webhook"
+
+    def __repr__(self) -> str:  # never the URL
+        return f"WebhookSender({self.target})"
+
+    @property
+    def target(self) -> str:
+        return webhook_target(self.url)
+
+    def send(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        body = json.dumps(payload).encode("utf-8")
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "hss-gate-alert",
+            "X-HSS-Event": event,
+        }
+        problem = ""
+        for attempt in range(1, self.retries + 2):
+            if attempt > 1:
+                self.sleep(BACKOFF_S * 2 ** (attempt - 2))
+            request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    return {"status": response.status, "attempts": attempt}
+            except urllib.error.HTTPError as exc:
+                problem = f"HTTP {exc.code}"
+                if exc.code not in RETRY_STATUS:
+                    raise AlertError(f"{problem} (not retried)") from None
+            except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets
+                reason = getattr(exc, "reason", exc)
+                problem = f"{type(reason).__name__}: {reason}"
+            except ValueError as exc:  # a URL urllib cannot use
+                raise AlertError(self.scrub(f"invalid webhook URL ({exc})")) from None
+        raise AlertError(f"{self.scrub(problem)} after {self.retries + 1} attempts")
+
+    def scrub(self, text: str) -> str:
+        """An error message with the URL (or its path and query) taken out."""
+        parts = urllib.parse.urlsplit(self.url)
+        for secret in (self.url, parts.path + (f"?{parts.query}" if parts.query else "")):
+            if secret and secret != "/":
+                text = text.replace(secret, "/***")
+        return text
+
+
+def prefect_emit(event: str, resource: dict[str, str], payload: dict[str, Any]) -> str:
+    """Emit a Prefect event (prefect.events.emit_event) and return its id. Needs a Prefect API
+    to receive it: PREFECT_API_URL, or the server of the flow run it is called in (outside
+    both, Prefect would start a throwaway local server that no automation watches)."""
+    from prefect.context import FlowRunContext
+    from prefect.events import emit_event
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value() and FlowRunContext.get() is None:
+        raise AlertError(
+            "no Prefect API to receive the event: set PREFECT_API_URL (or run the monitor flow)"
+        )
+    emitted = emit_event(event=event, resource=resource, payload=payload)
+    if emitted is None:
+        raise AlertError("Prefect did not emit the event (events are off; see Prefect's log)")
+    return str(emitted.id)
+
+
+@dataclass
+class PrefectEventSender:
+    """Emit hss.monitor.<decision> with the payload; the resource is the monitor of one kind
+    (hss-gate.monitor.served or .full), so an automation can match the cheap hourly run."""
+
+    emit: Callable[[str, dict[str, str], dict[str, Any]], str] = prefect_emit
+    channel: str = "prefect_event"
+    target: str = "Prefect events"
+
+    def send(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        resource = {
+            "prefect.resource.id": f"hss-gate.monitor.{payload.get('kind') or 'full'}",
+            "prefect.resource.name": "hss-gate monitor",
+            "hss-gate.model-id": str(payload.get("model_id") or ""),
+            "hss-gate.run-id": str(payload.get("run_id") or ""),
+        }
+        event_id = self.emit(event, resource, dict(payload))
+        # queued: Prefect's events worker delivers it in the background (flushed at exit)
+        return {"event": event, "event_id": event_id, "delivery": "queued"}
+
+
+def senders_for(settings: AlertSettings) -> list[Sender]:
+    """The channels the alert settings configure (none by default)."""
+    senders: list[Sender] = []
+    if settings.webhook_url is not None:
+        senders.append(
+            WebhookSender(
+                settings.webhook_url.get_secret_value(), settings.timeout_s, settings.retries
+            )
+        )
+    if settings.prefect_event:
+        senders.append(PrefectEventSender())
+    return senders
+
+
+# ------------------------------------------------------------------------------ the step
+
+
+def notify(
+    decision: str, payload: Mapping[str, Any], on: Sequence[str], senders: Sequence[Sender]
+) -> list[dict[str, Any]]:
+    """Send the payload through each sender when the verdict is one of `on`; one outcome a
+    sender ({"channel", "target", "sent", ...details or "error"}). Never raises."""
+    if decision not in on:
+        return []
+    outcomes = []
+    for sender in senders:
+        outcome: dict[str, Any] = {"channel": sender.channel, "target": sender.target}
+        try:
+            outcome |= {"sent": True, **sender.send(str(payload["event"]), payload)}
+        except AlertError as exc:
+            outcome |= {"sent": False, "error": str(exc)}
+        except Exception as exc:  # a notifier must never take the verdict down
+            scrub = getattr(sender, "scrub", redacted_uri)
+            outcome |= {"sent": False, "error": scrub(redacted_uri(error_message(exc)))}
+        outcomes.append(outcome)
+    return outcomes
+
+
+@dataclass
+class AlertReport:
+    """What the alerting step did: one outcome a channel, and warnings (not sent, not
+    recorded) to print or log."""
+
+    outcomes: list[dict[str, Any]]
+    warnings: list[str]
+
+    def lines(self) -> list[str]:
+        """One console line a channel that sent, then the warnings."""
+        sent = [f"alert: {o['channel']} ({o['target']}) sent" for o in self.outcomes if o["sent"]]
+        return sent + self.warnings
+
+
+def alert_monitor(
+    load_settings: Callable[[], HssSettings],
+    result: dict[str, Any],
+    out_dir: Path,
+    senders: Sequence[Sender] | None = None,
+) -> AlertReport:
+    """After the monitor wrote its reports: notify as `alert` configures, add the outcomes to
+    `result["alerts"]` and rewrite monitor.json (atomically). The verdict is never changed;
+    nothing raises. `senders` replaces the configured channels (tests)."""
+    try:
+        settings = load_settings()
+    except Exception:  # invalid settings: the verdict is already "error" and says why
+        return AlertReport([], [])
+    alert = settings.alert
+    chosen = senders_for(alert) if senders is None else list(senders)
+    if result.get("decision") not in alert.on or not chosen:
+        return AlertReport([], [])
+    payload = monitor_payload(result, out_dir, floor_blocking=settings.monitor.floor_blocking)
+    outcomes = notify(result["decision"], payload, alert.on, chosen)
+    warnings = [
+        f"warning: alert not sent ({o['channel']}, {o['target']}): {o['error']}; the verdict stands"
+        for o in outcomes
+        if not o["sent"]
+    ]
+    result["alerts"] = outcomes
+    try:
+        write_json_atomic(Path(out_dir) / "monitor.json", result)
+    except Exception as exc:
+        warnings.append(f"warning: could not record the alerts in monitor.json: {exc}")
+    return AlertReport(outcomes, warnings)
