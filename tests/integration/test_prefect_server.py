@@ -209,6 +209,9 @@ def test_deployments_and_their_schedules_are_registered_as_prefect_yaml_says(ser
         assert crons == expected, name
         assert deployment["parameters"]["params"] == "params.yaml"
     assert _deployment(server, "monitor", "monitor-hourly")["parameters"]["served_only"] is True
+    triggers = [t["name"] for d in declared.values() for t in d.get("triggers", [])]
+    automations = [a["name"] for a in _api(server, "POST", "/automations/filter", {})]
+    assert triggers and set(triggers) <= set(automations)
 
 
 def test_hourly_monitor_deployment_runs_on_the_worker_and_gives_its_verdict(server, tmp_path):
