@@ -392,6 +392,12 @@ class AlertSettings(BaseModel):
         2, ge=0, le=10, description="webhook: more attempts on a network error, 429 or 5xx"
     )
 
+    @field_validator("webhook_url", mode="before")
+    @classmethod
+    def _empty_is_none(cls, url: object) -> object:
+        """An empty value (an unset CI secret exports "") means no webhook."""
+        return None if url == "" else url
+
     @field_validator("webhook_url")
     @classmethod
     def _http_only(cls, url: SecretStr | None) -> SecretStr | None:

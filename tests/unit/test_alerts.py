@@ -448,3 +448,8 @@ def test_the_documented_notification_automation_is_valid_and_renders(tmp_path):
     assert subject == "hss-gate monitor: unhealthy (m1)"
     assert "UNHEALTHY run abc123def456 (served)" in body and "- served summaries: rose" in body
     assert str((tmp_path / "monitor.html").resolve()) in body
+
+
+def test_an_empty_webhook_url_means_no_webhook(tmp_path, monkeypatch):
+    monkeypatch.setenv("HSS_ALERT__WEBHOOK_URL", "")  # an unset GitHub secret exports ""
+    assert load_settings(tmp_path / "absent.yaml").alert.webhook_url is None
