@@ -236,7 +236,7 @@ def test_hourly_runs_on_frank_traffic_stay_healthy_then_see_the_switch_to_s2s(hs
         f"hourly current windows before the switch: mean {before_mean:.3f}, "
         f"range {min(shares[:HEALTHY_RUNS]):.2f}-{max(shares[:HEALTHY_RUNS]):.2f}, "
         f"min p {min(min(t['p_value'] for t in r.values()) for r in healthy):.4f}\n"
-        f"half-switched: "
+        f"half-switched: {half[2]}, "
         + ", ".join(f"{s} {t['current_mean']:.2f} p={t['p_value']:.4g}" for s, t in half[3].items())
         + "\nfirst post-switch: "
         + ", ".join(
@@ -246,5 +246,5 @@ def test_hourly_runs_on_frank_traffic_stay_healthy_then_see_the_switch_to_s2s(hs
         + f"\nafter-switch shares {[round(s, 2) for s in after_shares]}\n"
         f"per-run seconds: first compared {seconds[0]:.1f}, median "
         f"{sorted(seconds)[len(seconds) // 2]:.1f}, max {max(seconds):.1f}, "
-        f"total {sum(seconds):.1f} for {len(seconds)} runs"
+        f"total {sum(seconds):.1f} for {len(seconds)} runs: {[round(x, 1) for x in seconds]}"
     )
