@@ -108,20 +108,74 @@ def served_rises(
 
 # served signals compared between the model's own windows, each a 0/1 flag per summary (the
 # per-summary share of unsupported entities is mostly 0 with a long tail; its flag is exact):
-# (name, label); higher is worse
+# (name, label); higher is worse. These two block (their false-alarm rate is measured in
+# docs/MONITORING.md).
 WINDOW_SIGNALS = (
     ("live_low_consistency", "summaries the checker finds unsupported"),
     ("live_any_unsupported", "summaries with an entity/number not in the source"),
 )
 
+# served signals compared between the windows and only reported (never blocking): (name, label,
+# test, alternative). "mann_whitney": a continuous signal, Mann-Whitney U of the current window
+# against the reference ("less": the current is lower, worse; "two-sided": changed either way);
+# "fisher": a 0/1 flag, the one-sided Fisher exact test (higher is worse).
+REPORTED_SIGNALS = (
+    ("live_consistency", "checker consistency (lower is worse)", "mann_whitney", "less"),
+    ("live_novel_ngram_share", "rewriting (share of novel n-grams)", "mann_whitney", "two-sided"),
+    ("live_n_words", "length (words)", "mann_whitney", "two-sided"),
+    ("live_truncated", "summaries cut mid-sentence", "fisher", "greater"),
+    ("live_near_empty", "empty or near-empty summaries", "fisher", "greater"),
+    ("live_copies_source", "summaries about as long as their source", "fisher", "greater"),
+    ("live_overlong", "summaries over the length limit", "fisher", "greater"),
+    ("live_other_language", "summaries in another language", "fisher", "greater"),
+)
 
-def window_signal_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """The window signals (WINDOW_SIGNALS) of served summaries' signal rows
+# every column a stored reference window must hold (an older one lacking any is rescored);
+# live_unsupported_share is not tested itself but is in the Evidently drift of the windows
+WINDOW_COLUMNS = (
+    *(name for name, _ in WINDOW_SIGNALS),
+    *(name for name, *_ in REPORTED_SIGNALS),
+    "live_unsupported_share",
+)
+WINDOW_LABELS = {
+    **dict(WINDOW_SIGNALS),
+    **{name: label for name, label, *_ in REPORTED_SIGNALS},
+    "live_unsupported_share": "share of entities/numbers not in the source",
+}
+_CONTINUOUS = (
+    "live_consistency",
+    "live_unsupported_share",
+    "live_novel_ngram_share",
+    "live_n_words",
+)
+
+
+def blocking_signal_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """The blocking window signals (WINDOW_SIGNALS) of served summaries' signal rows
     (`live_summary_signals`): 1.0 where the summary is flagged."""
     return {
         "live_low_consistency": [float(bool(r["live_low_consistency"])) for r in rows],
         "live_any_unsupported": [float(float(r["live_unsupported_share"]) > 0) for r in rows],
     }
+
+
+def window_signal_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float | None]]:
+    """Every window column (WINDOW_COLUMNS) of served summaries' signal rows: the blocking
+    flags, the continuous signals (None where not finite) and the 0/1 form flags."""
+    values: dict[str, list[float | None]] = dict(blocking_signal_values(rows))
+    for column in WINDOW_COLUMNS:
+        if column in values:
+            continue
+        if column in _CONTINUOUS:
+            values[column] = [_finite(r[column]) for r in rows]
+        else:
+            values[column] = [float(bool(r[column])) for r in rows]
+    return values
+
+
+def _finite(value: Any) -> float | None:
+    number = None if value is None else float(value)
+    return number if number is not None and math.isfinite(number) else None
 
 
 def one_sided_fisher(reference: Sequence[float], current: Sequence[float]) -> float:
@@ -144,14 +198,29 @@ def one_sided_fisher(reference: Sequence[float], current: Sequence[float]) -> fl
     return min(1.0, tail / ways)
 
 
+def mann_whitney(reference: Sequence[float], current: Sequence[float], alternative: str) -> float:
+    """Mann-Whitney U p-value of the current window against the reference ("less": the
+    current values tend to be lower; "two-sided": either way); scipy's exact test for small
+    windows without ties, else the normal approximation with the tie correction. Windows
+    whose values are all one and the same value give 1.0 (nothing changed)."""
+    from scipy.stats import mannwhitneyu
+
+    if not reference or not current:
+        raise InputError("a window without samples cannot be tested")
+    if len({*reference, *current}) == 1:
+        return 1.0
+    p = float(mannwhitneyu(current, reference, alternative=alternative).pvalue)
+    return 1.0 if math.isnan(p) else min(1.0, p)
+
+
 def window_tests(
     reference: Mapping[str, Sequence[float]],
     current: Mapping[str, Sequence[float]],
     alpha: float,
 ) -> list[dict[str, Any]]:
-    """Each served signal (WINDOW_SIGNALS, 0/1 flags) of the current window against the
-    model's own reference window: significantly worse when the one-sided Fisher exact p-value
-    is below alpha (alpha is per signal; the run's false-alarm rate is measured by
+    """Each blocking served signal (WINDOW_SIGNALS, 0/1 flags) of the current window against
+    the model's own reference window: significantly worse when the one-sided Fisher exact
+    p-value is below alpha (alpha is per signal; the run's false-alarm rate is measured by
     scripts/monitor_power.py, docs/MONITORING.md)."""
     out = []
     for column, label in WINDOW_SIGNALS:
@@ -159,20 +228,97 @@ def window_tests(
         cur = [float(v) for v in current[column]]
         p = one_sided_fisher(ref, cur)
         out.append(
-            {
-                "signal": column,
-                "label": label,
-                "reference_mean": sum(ref) / len(ref),
-                "current_mean": sum(cur) / len(cur),
-                "difference": sum(cur) / len(cur) - sum(ref) / len(ref),
-                "p_value": p,
-                "alpha": alpha,
-                "n_reference": len(ref),
-                "n_current": len(cur),
-                "worse": p < alpha,
-            }
+            _test_row(column, label, ref, cur, p, alpha)
+            | {"test": "fisher", "alternative": "greater", "blocking": True}
         )
     return out
+
+
+def reported_window_tests(
+    reference: Mapping[str, Sequence[float | None]],
+    current: Mapping[str, Sequence[float | None]],
+    alpha: float,
+) -> list[dict[str, Any]]:
+    """The reported (never blocking) comparisons of the windows (REPORTED_SIGNALS), each at
+    `alpha`: "worse" is p < alpha (for a two-sided test: changed, either way). Missing values
+    (None) are left out; a signal without values in a window is not tested."""
+    out = []
+    for column, label, test, alternative in REPORTED_SIGNALS:
+        ref = [float(v) for v in reference[column] if v is not None]
+        cur = [float(v) for v in current[column] if v is not None]
+        if not ref or not cur:
+            continue
+        fisher = test == "fisher"
+        p = one_sided_fisher(ref, cur) if fisher else mann_whitney(ref, cur, alternative)
+        out.append(
+            _test_row(column, label, ref, cur, p, alpha)
+            | {"test": test, "alternative": alternative, "blocking": False}
+        )
+    return out
+
+
+def _test_row(
+    column: str, label: str, ref: list[float], cur: list[float], p: float, alpha: float
+) -> dict[str, Any]:
+    return {
+        "signal": column,
+        "label": label,
+        "reference_mean": sum(ref) / len(ref),
+        "current_mean": sum(cur) / len(cur),
+        "difference": sum(cur) / len(cur) - sum(ref) / len(ref),
+        "p_value": p,
+        "alpha": alpha,
+        "n_reference": len(ref),
+        "n_current": len(cur),
+        "worse": p < alpha,
+    }
+
+
+def window_distributions(
+    reference: Mapping[str, Sequence[float | None]],
+    current: Mapping[str, Sequence[float | None]],
+) -> list[dict[str, Any]]:
+    """Each window column's distribution in both windows (n, mean, p10, median, p90; None
+    values left out), for the report to show side by side."""
+    return [
+        {
+            "signal": column,
+            "label": WINDOW_LABELS[column],
+            "reference": _summary([v for v in reference.get(column, []) if v is not None]),
+            "current": _summary([v for v in current.get(column, []) if v is not None]),
+        }
+        for column in WINDOW_COLUMNS
+    ]
+
+
+def _summary(values: list[float]) -> dict[str, Any]:
+    import numpy as np
+
+    if not values:
+        return {"n": 0, "mean": None, "p10": None, "median": None, "p90": None}
+    p10, median, p90 = (float(x) for x in np.percentile(values, [10, 50, 90]))
+    return {
+        "n": len(values),
+        "mean": float(np.mean(values)),
+        "p10": p10,
+        "median": median,
+        "p90": p90,
+    }
+
+
+def previous_current_last(
+    runs: Sequence[Mapping[str, Any]], model_id: str, kind: str
+) -> dt.datetime | None:
+    """The newest sample time of the current window of the latest recorded run of this kind
+    ("served" or "full") on this model id (runs newest first, as `SampleStore.runs` gives them,
+    as dicts); None when no such run recorded one (e.g. it failed)."""
+    for run in runs:
+        details = run.get("details") or {}
+        if details.get("kind", "full") != kind or details.get("model_id") != model_id:
+            continue
+        if details.get("current_last"):
+            return dt.datetime.fromisoformat(details["current_last"])
+    return None
 
 
 def window_reasons(tests: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -182,7 +328,21 @@ def window_reasons(tests: Sequence[Mapping[str, Any]]) -> list[str]:
         f"{t['reference_mean']:.3f} (n={t['n_reference']}) to {t['current_mean']:.3f} "
         f"(n={t['n_current']}), one-sided p={t['p_value']:.4f} < alpha {t['alpha']}"
         for t in tests
-        if t["worse"]
+        if t["worse"] and t.get("blocking", True)
+    ]
+
+
+def window_notes(tests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The reported (not blocking) window comparisons that are significant, one note each."""
+    sides = {"less": "fell", "greater": "rose", "two-sided": "changed"}
+    return [
+        f"reported (not blocking): {t['label']} {sides[t['alternative']]} from the model's "
+        f"reference window {t['reference_mean']:.3f} (n={t['n_reference']}) to "
+        f"{t['current_mean']:.3f} (n={t['n_current']}), {t['test']} "
+        f"{'two-sided' if t['alternative'] == 'two-sided' else 'one-sided'} "
+        f"p={t['p_value']:.4f} < alpha {t['alpha']}"
+        for t in tests
+        if t["worse"] and not t.get("blocking", True)
     ]
 
 
@@ -308,11 +468,14 @@ def _window_details(windows: Mapping[str, Any] | None) -> dict[str, Any]:
     if not windows:
         return {}
     reference = windows.get("reference") or {}
+    current = windows.get("current") or {}
     return {
         "window_status": windows["status"],
         "model_id": windows.get("model_id"),
         "reference_model_id": reference.get("model_id"),
         "n_reference": reference.get("n"),
-        "n_current": (windows.get("current") or {}).get("n"),
+        "n_current": current.get("n"),
+        "current_last": current.get("last"),  # where monitor.current_window since_last_run resumes
         "p_values": {t["signal"]: t["p_value"] for t in windows.get("tests", [])},
+        "window_drift": bool((windows.get("drift") or {}).get("drifted")),
     }

@@ -427,8 +427,9 @@ MONITOR_RUNS = sa.Table(
 
 
 # One reference window per model id: pinned (`hss monitor --set-reference`: a time range) or
-# the model's first `monitor.reference_window` samples; `values` holds the served signals of
-# its samples as scored by the checker `checker` (rescored when the checker changes).
+# the model's first `monitor.reference_window` samples (or first `monitor.reference_days`);
+# `values` holds the window signals of its samples (monitor.WINDOW_COLUMNS) as scored by the
+# checker `checker` (rescored when the checker, the samples or the columns change).
 REFERENCES = sa.Table(
     "reference_windows",
     _METADATA,
@@ -620,6 +621,19 @@ class SampleStore:
                 SAMPLES.c.timestamp < _utc(until),
             )
             .order_by(SAMPLES.c.timestamp, SAMPLES.c.seq)
+        )
+        return self._samples(query, "samples")
+
+    def after(self, model_id: str, since: datetime, n: int) -> list[Sample]:
+        """At most n samples of a model id with timestamp > since (the newest of them), newest
+        first (ties: the later ingested first)."""
+        if n < 0:
+            raise InputError(f"the number of samples must be >= 0, got {n}")
+        query = (
+            sa.select(*(SAMPLES.c[name] for name in SAMPLE_FIELDS))
+            .where(SAMPLES.c.model_id == model_id, SAMPLES.c.timestamp > _utc(since))
+            .order_by(SAMPLES.c.timestamp.desc(), SAMPLES.c.seq.desc())
+            .limit(n)
         )
         return self._samples(query, "samples")
 

@@ -248,22 +248,46 @@ class MonitorSettings(BaseModel):
     reference_window: int = Field(
         100,
         ge=1,
-        description="--served-only: a model id's reference window is its first N served samples "
-        "(unless one is pinned with --set-reference); 100 from the power table in "
+        description="a model id's reference window is its first N served samples (unless one is "
+        "pinned with --set-reference, or reference_days is set); 100 from the power table in "
         "docs/MONITORING.md",
+    )
+    reference_days: float | None = Field(
+        None,
+        gt=0.0,
+        description="when set: a model id's reference window is its samples of the first D days "
+        "after it first served, complete once a sample newer than that exists (a pinned range "
+        "still wins); None: the first reference_window samples",
+    )
+    current_window: Literal["newest", "since_last_run"] = Field(
+        "newest",
+        description="the current window: the newest sample_size samples of the model id, or its "
+        "samples newer than the current window of the previous recorded run of the same kind "
+        "(at most max_current_window; the first run takes the newest sample_size)",
+    )
+    max_current_window: int = Field(
+        500, ge=1, description="since_last_run: at most this many (the newest) samples"
     )
     window_alpha: float = Field(
         0.001,
         gt=0.0,
         lt=1.0,
-        description="--served-only: one-sided Fisher p-value below which a served signal of the "
+        description="one-sided Fisher p-value below which a blocking served signal of the "
         "current window is significantly worse than the reference window's (per signal); 0.001 "
         "from the false-alarm table in docs/MONITORING.md",
     )
+    reported_alpha: float = Field(
+        0.01,
+        gt=0.0,
+        lt=1.0,
+        description="p-value below which a reported (never blocking) window comparison is noted: "
+        "checker consistency, rewriting, length, form flags (per test)",
+    )
     floor_blocking: bool = Field(
         False,
-        description="--served-only: a rise above the production reference corpus (the absolute "
-        "floor) makes the run unhealthy too; by default it is only reported",
+        description="a rise above the production reference corpus (the absolute floor: served "
+        "rises, and in a full run the severity rise and the score drift) makes the run unhealthy "
+        "too; by default it is only reported",
     )
     model_id: str | None = Field(None, description="only samples of this model id (default any)")
     out: str = "outputs/monitor"

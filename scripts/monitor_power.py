@@ -95,10 +95,11 @@ def _degrade(rng: random.Random, window: list[dict], drop: float, bad: list[dict
 
 
 def _alarm(reference: list[dict], current: list[dict], alpha: float) -> bool:
-    from hss_gate.monitor import window_signal_values, window_tests
+    from hss_gate.monitor import blocking_signal_values, window_tests
 
-    tests = window_tests(window_signal_values(reference), window_signal_values(current), alpha)
-    return any(t["worse"] for t in tests)
+    # the blocking tests only: the reported ones never make a run unhealthy
+    tests = window_tests(blocking_signal_values(reference), blocking_signal_values(current), alpha)
+    return any(t["worse"] and t["blocking"] for t in tests)
 
 
 def simulate(

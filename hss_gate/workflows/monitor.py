@@ -1,9 +1,12 @@
 """The live-traffic monitor (`hss monitor`, the `monitor` flow). Fails closed.
 
 Steps, in order: load the settings; open the sample store; read the production reference scores
-and constants; take the most recent samples; score them with the deployed model (tables to
-OUT/scores/); compute the signals of the summaries production served; measure drift against the
-reference (OUT/drift.html, drift.json), the severity rise (bootstrap CI against the margin) and
+and constants; take the current window (one model id's newest samples, or those since the last
+run); compute the signals of the summaries production served; compare them with the model id's
+own reference window (the blocking and reported tests, Evidently drift of the windows to
+OUT/drift_windows.html); compare them with the production reference corpus (the absolute floor);
+unless served-only, rescore the newest samples with the deployed model (tables to OUT/scores/):
+drift against the reference (OUT/drift.html, drift.json) and the severity rise (also the floor);
 the Great Expectations checks (OUT/data_docs/); give the verdict; record the run in the store
 (the trend); write monitor.json, monitor.md and monitor.html. Any error becomes the verdict
 "error", recorded and written like any other; the stored samples are never changed.
@@ -68,6 +71,27 @@ def open_store(url: str) -> Any:
 def recent_samples(store: Any, n: int, model_id: str | None) -> list[Any]:
     """The n newest samples (of one model id, if given)."""
     return store.recent(n, model_id)
+
+
+RUNS_SCANNED = 500  # recorded runs searched for the previous run's current window
+
+
+def current_samples(
+    store: Any, monitor: MonitorSettings, size: int, model_id: str, kind: str
+) -> tuple[list[Any], dict[str, Any]]:
+    """The current window of a model id, newest first, and how it was chosen: its newest
+    `size` samples, or (monitor.current_window since_last_run) those newer than the current
+    window of the previous recorded run of this kind, at most monitor.max_current_window (the
+    first such run takes the newest `size`)."""
+    from hss_gate.monitor import previous_current_last
+
+    if monitor.current_window == "since_last_run":
+        runs = [r.model_dump(mode="json") for r in store.runs(RUNS_SCANNED)]
+        last = previous_current_last(runs, model_id, kind)
+        if last is not None:
+            samples = store.after(model_id, last, monitor.max_current_window)
+            return samples, {"selection": "since_last_run", "after": last.isoformat()}
+    return store.recent(size, model_id), {"selection": "newest", "after": None}
 
 
 def live_frame(scores: pd.DataFrame, live: list[dict[str, Any]]) -> pd.DataFrame:
@@ -157,16 +181,13 @@ def served_comparison(
     )
 
 
-def window_model(store: Any, settings: MonitorSettings, recent: list[Any]) -> str | None:
-    """The model id whose windows are compared: monitor.model_id, else the newest sample's."""
-    if settings.model_id is not None:
-        return settings.model_id
-    return recent[0].model_id if recent else None
-
-
-def own_reference(store: Any, model_id: str, n: int) -> tuple[list[Any], dict[str, Any]]:
-    """A model id's own reference window: the pinned range if one is stored, else its first n
-    samples; with where it came from and whether it is complete."""
+def own_reference(
+    store: Any, model_id: str, monitor: MonitorSettings
+) -> tuple[list[Any], dict[str, Any]]:
+    """A model id's own reference window: the pinned range if one is stored; else its samples
+    of the first monitor.reference_days after it first served (complete once a newer sample
+    exists), or its first monitor.reference_window samples; with where it came from and
+    whether it is complete."""
     stored = store.reference(model_id)
     if stored is not None and stored["pinned"]:
         samples = store.between(model_id, stored["since"], stored["until"])
@@ -177,21 +198,45 @@ def own_reference(store: Any, model_id: str, n: int) -> tuple[list[Any], dict[st
             "until": stored["until"].isoformat(),
         }
         return samples, source | {"complete": bool(samples)}
+    if monitor.reference_days is not None:
+        first = store.first(1, model_id)
+        if not first:
+            return [], {
+                "model_id": model_id,
+                "pinned": False,
+                "days": monitor.reference_days,
+                "complete": False,
+            }
+        since = first[0].timestamp
+        until = since + dt.timedelta(days=monitor.reference_days)
+        samples = store.between(model_id, since, until)
+        newest = store.recent(1, model_id)
+        source = {
+            "model_id": model_id,
+            "pinned": False,
+            "days": monitor.reference_days,
+            "since": since.isoformat(),
+            "until": until.isoformat(),
+        }
+        return samples, source | {"complete": newest[0].timestamp >= until}
+    n = monitor.reference_window
     samples = store.first(n, model_id)
     return samples, {"model_id": model_id, "pinned": False, "complete": len(samples) >= n}
 
 
-def reference_window(store: Any, model_id: str, n: int) -> tuple[list[Any], dict[str, Any]]:
+def reference_window(
+    store: Any, model_id: str, monitor: MonitorSettings
+) -> tuple[list[Any], dict[str, Any]]:
     """The reference window for a model id: its own when complete; else the previous model
     id's (the one that served before it first did), so a new deploy is compared with its
     predecessor until its own reference is complete and cannot become its own baseline."""
-    samples, source = own_reference(store, model_id, n)
+    samples, source = own_reference(store, model_id, monitor)
     if source["complete"]:
         return samples, source
     ids = store.model_ids()
     if model_id in ids and ids.index(model_id) > 0:
         previous = ids[ids.index(model_id) - 1]
-        before, before_source = own_reference(store, previous, n)
+        before, before_source = own_reference(store, previous, monitor)
         if before_source["complete"]:
             return before, before_source | {"instead_of": model_id}
     return samples, source
@@ -200,9 +245,10 @@ def reference_window(store: Any, model_id: str, n: int) -> tuple[list[Any], dict
 def window_values(
     samples: list[Any], stored: dict[str, Any] | None, tools: Toolkit, settings: HssSettings
 ) -> tuple[dict[str, list[float]], bool]:
-    """The served signals of the reference window: the stored ones when they were scored by
-    this checker for these samples, else scored now (True: to be stored)."""
-    from hss_gate.monitor import window_signal_values
+    """The window signals of the reference window: the stored ones when they were scored by
+    this checker for these samples and hold every window column (an older store's may not),
+    else scored now (True: to be stored)."""
+    from hss_gate.monitor import WINDOW_COLUMNS, window_signal_values
 
     ids = [s.sample_id for s in samples]
     if (
@@ -210,6 +256,7 @@ def window_values(
         and stored.get("checker") == tools.checker.fingerprint
         and stored.get("sample_ids") == ids
         and stored.get("values")
+        and set(WINDOW_COLUMNS) <= set(stored["values"])
     ):
         return {k: list(v) for k, v in stored["values"].items()}, False
     return window_signal_values(served_signals(samples, tools, settings)), True
@@ -219,44 +266,47 @@ def compare_windows(
     store: Any,
     settings: HssSettings,
     tools: Toolkit,
+    model_id: str,
     recent: list[Any],
     live: pd.DataFrame,
     steps: Steps,
+    out_dir: Path | None = None,
+    selection: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The current window (the newest samples of the model id) against the model's reference
-    window: {"status": "compared" | "insufficient_data", the windows, the tests, reasons}."""
-    from hss_gate.monitor import window_signal_values, window_tests
+    """The current window (the model id's samples this run looks at) against the model's
+    reference window: {"status": "compared" | "insufficient_data", the windows, the tests
+    (blocking and reported), the Evidently drift of the windows, each signal's distribution,
+    reasons}."""
+    from hss_gate.monitor import (
+        reported_window_tests,
+        window_distributions,
+        window_signal_values,
+        window_tests,
+    )
 
     monitor = settings.monitor
-    model_id = window_model(store, monitor, recent)
-    if model_id is None:
-        return {
-            "status": "insufficient_data",
-            "model_id": None,
-            "reasons": ["insufficient data: the current window is empty"],
-        }
-    ref, source = steps.io(reference_window, store, model_id, monitor.reference_window)
+    ref, source = steps.io(reference_window, store, model_id, monitor)
     current = [s for s in recent if s.model_id == model_id]
     windows = {
         "model_id": model_id,
         "reference": source | {"n": len(ref), **_span(ref)},
-        "current": {"n": len(current), **_span(current)},
+        "current": {"n": len(current), **_span(current), **(selection or {})},
     }
     overlap = {s.sample_id for s in ref} & {s.sample_id for s in current}
     reasons = []
     if not current:
-        reasons.append(f"insufficient data: no samples of {model_id!r} in the current window")
-    elif not source["complete"]:
+        since = (selection or {}).get("after")
         reasons.append(
-            f"insufficient data: no reference window yet for {model_id!r}: it has "
-            f"{len(ref)} of the {monitor.reference_window} samples its reference needs "
-            "(monitor.reference_window), or pin one with `hss monitor --set-reference`"
+            f"insufficient data: no samples of {model_id!r} in the current window"
+            + (f" (none after the previous run's, {since})" if since else "")
         )
+    elif not source["complete"]:
+        reasons.append(_incomplete(model_id, len(ref), source, monitor))
     elif overlap:
         reasons.append(
             f"insufficient data: the current window shares {len(overlap)} samples with the "
             f"reference window of {source['model_id']!r}; a window needs "
-            f"{monitor.reference_window} + {len(current)} samples that do not overlap"
+            f"{len(ref)} + {len(current)} samples that do not overlap"
         )
     if reasons:
         return windows | {"status": "insufficient_data", "reasons": reasons}
@@ -276,11 +326,86 @@ def compare_windows(
     cur = live[live["model_id"] == model_id]
     current_values = window_signal_values(cur.to_dict("records"))
     tests = steps.compute(window_tests, values, current_values, monitor.window_alpha)
+    tests += steps.compute(reported_window_tests, values, current_values, monitor.reported_alpha)
     return windows | {
         "status": "compared",
         "checker": tools.checker.fingerprint,
         "tests": tests,
+        "drift": steps.compute(windows_drift, values, current_values, monitor, out_dir),
+        "distributions": steps.compute(window_distributions, values, current_values),
         "reasons": [],
+    }
+
+
+def _incomplete(model_id: str, n: int, source: dict[str, Any], monitor: MonitorSettings) -> str:
+    if "days" in source:
+        until = source.get("until", "its first sample")
+        return (
+            f"insufficient data: no reference window yet for {model_id!r}: its first "
+            f"{source['days']} days (monitor.reference_days, until {until}) are not over; it has "
+            f"{n} samples so far, or pin one with `hss monitor --set-reference`"
+        )
+    return (
+        f"insufficient data: no reference window yet for {model_id!r}: it has "
+        f"{n} of the {monitor.reference_window} samples its reference needs "
+        "(monitor.reference_window), or pin one with `hss monitor --set-reference`"
+    )
+
+
+# the window columns Evidently compares between the two windows
+WINDOW_DRIFT_COLUMNS = (
+    "live_consistency",
+    "live_unsupported_share",
+    "live_novel_ngram_share",
+    "live_n_words",
+)
+
+
+def windows_drift(
+    reference: dict[str, list[Any]],
+    current: dict[str, list[Any]],
+    monitor: MonitorSettings,
+    out_dir: Path | None,
+) -> dict[str, Any]:
+    """Evidently's drift report of the reference window against the current window
+    (WINDOW_DRIFT_COLUMNS), written to out_dir/drift_windows.html; reported, never blocking.
+    When Evidently cannot test (too few rows, a failure of its own) the reasons are in
+    "skipped"."""
+    from hss_gate.drift import DriftError, drift_report
+
+    columns = list(WINDOW_DRIFT_COLUMNS)
+    ref = pd.DataFrame({c: pd.array(reference[c], dtype="Float64") for c in columns})
+    cur = pd.DataFrame({c: pd.array(current[c], dtype="Float64") for c in columns})
+    summary: dict[str, Any] = {
+        "columns": columns,
+        "n_reference": len(ref),
+        "n_current": len(cur),
+        "report": None,
+    }
+    try:
+        result = drift_report(
+            ref.astype(float),
+            cur.astype(float),
+            columns,
+            drift_share=monitor.drift_share,
+            title="served signals: current window against the model's reference window",
+        )
+    except DriftError as exc:
+        return summary | {
+            "drifted": False,
+            "drifted_columns": [],
+            "share": 0.0,
+            "skipped": [str(exc)],
+        }
+    if out_dir is not None and result.pages.get("html"):
+        write_text_atomic(Path(out_dir) / "drift_windows.html", result.pages["html"])
+        summary["report"] = "drift_windows.html"
+    return summary | {
+        "drifted": result.drifted,
+        "drifted_columns": result.drifted_columns,
+        "share": result.share,
+        "methods": {c.column: c.method for c in result.columns},
+        "skipped": list(result.skipped),
     }
 
 
@@ -337,26 +462,30 @@ def _check_live(
     steps: Steps,
     progress: Progress,
 ) -> dict[str, Any]:
-    """The served summaries' checks; unless served_only, also the deployed model's rescoring
-    of the samples: drift, severity rise and suite checks."""
+    """The current window against the model's own reference window and the served
+    summaries' checks; unless served_only, also the deployed model's rescoring of the newest
+    samples: severity rise and drift (with the served rises: the absolute floor) and the
+    suite checks."""
     size = request.sample_size or settings.monitor.sample_size
     if size < 1:
         raise InputError("--sample-size must be at least 1")
     reference = steps.io(read_score_table, settings.monitor.reference)
     model_id = settings.monitor.model_id
-    if request.served_only and model_id is None:  # the windows are of one model id: the newest
+    if model_id is None:  # the windows are of one model id: the newest sample's
         newest = steps.io(recent_samples, store, 1, None)
-        model_id = newest[0].model_id if newest else None
-    recent = steps.io(recent_samples, store, size, model_id)
-    if not (request.served_only and settings.monitor.model_id is not None):
-        steps.compute(samples_to_documents, recent)  # refuses an empty store
+        steps.compute(samples_to_documents, newest)  # refuses an empty store
+        model_id = newest[0].model_id
+    kind = "served" if request.served_only else "full"
+    recent, selection = steps.io(current_samples, store, settings.monitor, size, model_id, kind)
     tools = runner.toolkit(settings)
     scored_by = steps.io(reference_checker, settings.monitor.reference)
     steps.compute(
         require_same_checker, settings.monitor.reference, scored_by, tools.checker.fingerprint
     )
-    if request.served_only and not recent:  # monitor.model_id has no samples
-        windows = compare_windows(store, settings, tools, recent, pd.DataFrame(), steps)
+    if not recent:  # monitor.model_id has no samples, or none since the last run
+        windows = compare_windows(
+            store, settings, tools, model_id, recent, pd.DataFrame(), steps, out_dir, selection
+        )
         return {
             "windows": windows,
             "decision": "insufficient_data",
@@ -370,29 +499,32 @@ def _check_live(
             "samples": [],
         }
     live = pd.DataFrame(steps.compute(served_signals, recent, tools, settings))
-    windows = None
-    if request.served_only:
-        windows = compare_windows(store, settings, tools, recent, live, steps)
+    windows = compare_windows(
+        store, settings, tools, model_id, recent, live, steps, out_dir, selection
+    )
     served = steps.compute(served_comparison, live, reference, settings)
     if request.served_only:
         current, rise, drift, warnings = live, None, None, []
-    else:
+    else:  # the newest `size` samples of the window are rescored (recent is newest first)
         current, rise, drift, warnings = _rescore(
-            settings, recent, live, reference, model, out_dir, runner, steps, progress
+            settings, recent[:size], live, reference, model, out_dir, runner, steps, progress
         )
     checks = steps.compute(
         run_monitor_checks, current, settings.gate, out_dir / "data_docs", request.served_only
     )
-    floor = served if windows is None or settings.monitor.floor_blocking else ()
-    decision, reasons = steps.compute(monitor_verdict, rise, drift, checks, floor)
-    notes: list[str] = []
-    if windows is not None:
-        decision, reasons = windowed_verdict(decision, reasons, windows)
-        if not settings.monitor.floor_blocking:
-            notes = floor_notes(served)
+    blocking = settings.monitor.floor_blocking
+    decision, reasons = steps.compute(
+        monitor_verdict,
+        rise if blocking else None,
+        drift if blocking else None,
+        checks,
+        served if blocking else (),
+    )
+    decision, reasons = windowed_verdict(decision, reasons, windows)
+    notes = [] if blocking else floor_notes(served, rise, drift)
     return {
         "windows": windows,
-        "notes": notes,
+        "notes": notes + windows_notes(windows),
         "served": served,
         "decision": decision,
         "reasons": reasons,
@@ -407,7 +539,7 @@ def _check_live(
 def windowed_verdict(
     decision: str, reasons: list[str], windows: dict[str, Any]
 ) -> tuple[str, list[str]]:
-    """--served-only: the windows decide, with the suite checks (and the floor where
+    """The windows decide (their blocking tests), with the suite checks (and the floor where
     configured, already in `decision`); too little data is "insufficient_data" unless
     something else already made the run unhealthy."""
     from hss_gate.monitor import window_reasons
@@ -420,16 +552,50 @@ def windowed_verdict(
     return ("unhealthy" if worse else decision), worse + reasons
 
 
-def floor_notes(served: list[dict[str, Any]]) -> list[str]:
+def windows_notes(windows: dict[str, Any]) -> list[str]:
+    """The reported (never blocking) findings of the windows: significant reported tests and
+    Evidently drift of the windows."""
+    from hss_gate.monitor import window_notes
+
+    notes = window_notes(windows.get("tests", []))
+    drift = windows.get("drift") or {}
+    if drift.get("drifted"):
+        notes.append(
+            "reported (not blocking): Evidently finds the current window drifted from the "
+            f"model's reference window in {', '.join(drift['drifted_columns'])} "
+            f"(share {drift['share']:.2f}; {drift['report']})"
+        )
+    return notes
+
+
+def floor_notes(
+    served: list[dict[str, Any]],
+    rise: dict[str, Any] | None = None,
+    drift: dict[str, Any] | None = None,
+) -> list[str]:
     """The absolute floor (the production reference corpus) when it does not block: a note
-    for each served signal significantly above it."""
-    return [
-        f"absolute floor (not blocking, monitor.floor_blocking): {s['label']} "
+    for each served signal significantly above it, and (full runs) for a severity rise and
+    for score drift against it."""
+    why = "absolute floor (not blocking, monitor.floor_blocking)"
+    notes = [
+        f"{why}: {s['label']} "
         f"{s['live_mean']:.3f} vs the production reference corpus {s['reference_mean']:.3f}, "
         f"difference {s['difference']:+.3f} [{s['ci_low']:+.3f}, {s['ci_high']:+.3f}]"
         for s in served
         if s["rise"]
     ]
+    if rise and rise["rise"]:
+        notes.append(
+            f"{why}: live mean HSS {rise['live_mean']:.3f} vs the production reference corpus "
+            f"{rise['reference_mean']:.3f}, difference {rise['difference']:+.3f} "
+            f"[{rise['ci_low']:+.3f}, {rise['ci_high']:+.3f}] beyond the margin {rise['margin']}"
+        )
+    if drift and drift.get("drifted"):
+        notes.append(
+            f"{why}: score distributions drifted from the production reference: "
+            + ", ".join(drift.get("drifted_columns", []))
+        )
+    return notes
 
 
 def _rescore(

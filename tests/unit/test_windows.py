@@ -11,12 +11,21 @@ import pytest
 from hss_gate.errors import InputError
 from hss_gate.monitor import (
     EXIT_CODES,
+    WINDOW_COLUMNS,
+    blocking_signal_values,
+    mann_whitney,
     one_sided_fisher,
+    previous_current_last,
+    reported_window_tests,
+    window_distributions,
+    window_notes,
     window_reasons,
     window_signal_values,
     window_tests,
 )
 from hss_gate.samples import Sample, SampleStore
+from hss_gate.settings import MonitorSettings
+from hss_gate.workflows.monitor import own_reference
 
 pytestmark = pytest.mark.unit
 
@@ -59,15 +68,143 @@ def test_window_tests_flag_only_the_signal_that_got_worse():
     assert not any(t["worse"] for t in window_tests(reference, current, alpha=p / 2))
 
 
+def _row(**changes: object) -> dict:
+    """A served signal row (`live_summary_signals`) of a faithful 30-word summary."""
+    row = {
+        "live_low_consistency": False,
+        "live_unsupported_share": 0.0,
+        "live_consistency": 0.8,
+        "live_novel_ngram_share": 0.2,
+        "live_n_words": 30,
+        "live_truncated": False,
+        "live_near_empty": False,
+        "live_copies_source": False,
+        "live_overlong": False,
+        "live_other_language": False,
+    }
+    return row | changes
+
+
 def test_window_signals_are_flags_of_the_served_signal_rows():
     rows = [
-        {"live_low_consistency": True, "live_unsupported_share": 0.0},
-        {"live_low_consistency": False, "live_unsupported_share": 0.25},
+        _row(live_low_consistency=True, live_consistency=0.1),
+        _row(live_unsupported_share=0.25, live_novel_ngram_share=float("nan"), live_overlong=True),
     ]
-    assert window_signal_values(rows) == {
+    assert blocking_signal_values(rows) == {
         "live_low_consistency": [1.0, 0.0],
         "live_any_unsupported": [0.0, 1.0],
     }
+    values = window_signal_values(rows)
+    assert list(values) == list(WINDOW_COLUMNS)
+    assert values["live_consistency"] == [0.1, 0.8]
+    assert values["live_unsupported_share"] == [0.0, 0.25]
+    assert values["live_novel_ngram_share"] == [0.2, None]  # not finite: missing, not 0
+    assert values["live_n_words"] == [30.0, 30.0]
+    assert values["live_overlong"] == [0.0, 1.0] and values["live_truncated"] == [0.0, 0.0]
+
+
+def test_mann_whitney_is_the_exact_rank_test():
+    # current [1, 2] below reference [3, 4, 5]: U = 0, the most extreme of C(5, 2) = 10 splits
+    assert mann_whitney([3.0, 4.0, 5.0], [1.0, 2.0], "less") == pytest.approx(0.1)
+    assert mann_whitney([3.0, 4.0, 5.0], [1.0, 2.0], "two-sided") == pytest.approx(0.2)
+    assert mann_whitney([3.0, 4.0, 5.0], [1.0, 2.0], "greater") == pytest.approx(1.0)
+    assert mann_whitney([2.0, 2.0], [2.0, 2.0, 2.0], "two-sided") == 1.0  # nothing to rank
+    with pytest.raises(InputError):
+        mann_whitney([], [1.0], "less")
+
+
+def _values(n: int, **changes: object) -> dict:
+    return window_signal_values([_row(**changes) for _ in range(n)])
+
+
+def _mixed(n: int, column: str, low: float, high: float) -> dict:
+    """n rows whose `column` runs evenly from low to high (a spread, so ranks differ)."""
+    rows = [_row(**{column: low + (high - low) * i / (n - 1)}) for i in range(n)]
+    return window_signal_values(rows)
+
+
+def test_reported_tests_see_longer_and_rewritten_windows_without_blocking():
+    reference = _mixed(100, "live_n_words", 20, 40)
+    longer = _mixed(20, "live_n_words", 60, 90)
+    tests = window_tests(reference, longer, 0.001) + reported_window_tests(reference, longer, 0.01)
+    by = {t["signal"]: t for t in tests}
+    assert by["live_n_words"]["worse"] and not by["live_n_words"]["blocking"]
+    assert by["live_n_words"]["alternative"] == "two-sided"
+    assert by["live_n_words"]["difference"] == pytest.approx(75 - 30)
+    assert not by["live_low_consistency"]["worse"] and by["live_low_consistency"]["blocking"]
+    assert window_reasons(tests) == []  # reported, not blocking
+    (note,) = window_notes(tests)
+    assert note.startswith("reported (not blocking): length (words) changed")
+    shorter = reported_window_tests(reference, _mixed(20, "live_n_words", 2, 8), 0.01)
+    assert next(t for t in shorter if t["signal"] == "live_n_words")["worse"]  # either way
+    # rewriting
+    rewritten = reported_window_tests(
+        _mixed(100, "live_novel_ngram_share", 0.0, 0.3),
+        _mixed(20, "live_novel_ngram_share", 0.6, 0.9),
+        0.01,
+    )
+    assert [t["signal"] for t in rewritten if t["worse"]] == ["live_novel_ngram_share"]
+
+
+def test_reported_consistency_and_flags_are_one_sided():
+    reference = _mixed(100, "live_consistency", 0.5, 0.9)
+    lower = reported_window_tests(reference, _mixed(20, "live_consistency", 0.1, 0.4), 0.01)
+    higher = reported_window_tests(reference, _mixed(20, "live_consistency", 0.91, 0.99), 0.01)
+    assert next(t for t in lower if t["signal"] == "live_consistency")["worse"]
+    assert not next(t for t in higher if t["signal"] == "live_consistency")["worse"]
+    cut = reported_window_tests(_values(100), _values(20, live_truncated=True), 0.01)
+    fixed = reported_window_tests(_values(100, live_truncated=True), _values(20), 0.01)
+    assert [t["signal"] for t in cut if t["worse"]] == ["live_truncated"]
+    assert not any(t["worse"] for t in fixed)  # fewer cut summaries is no finding
+    assert all(
+        t["test"] == "fisher"
+        for t in cut
+        if t["signal"].startswith("live_")
+        and (t["signal"] not in ("live_consistency", "live_novel_ngram_share", "live_n_words"))
+    )
+
+
+def test_reported_tests_leave_missing_values_out():
+    reference = _values(10)
+    reference["live_novel_ngram_share"] = [None] * 10
+    tests = reported_window_tests(reference, _values(5), 0.01)
+    assert "live_novel_ngram_share" not in {t["signal"] for t in tests}
+    assert {t["signal"] for t in tests} >= {"live_consistency", "live_n_words"}
+
+
+def test_window_distributions_summarize_each_signal_in_both_windows():
+    reference = _mixed(11, "live_n_words", 10, 20)  # 10, 11, ..., 20
+    current = _values(4, live_n_words=50)
+    reference["live_novel_ngram_share"][0] = None
+    rows = {d["signal"]: d for d in window_distributions(reference, current)}
+    assert list(rows) == list(WINDOW_COLUMNS)
+    words = rows["live_n_words"]
+    assert words["label"] == "length (words)"
+    assert words["reference"] == pytest.approx(
+        {"n": 11, "mean": 15.0, "p10": 11.0, "median": 15.0, "p90": 19.0}
+    )
+    assert words["current"] == {"n": 4, "mean": 50.0, "p10": 50.0, "median": 50.0, "p90": 50.0}
+    assert rows["live_novel_ngram_share"]["reference"]["n"] == 10
+    empty = window_distributions({}, current)[0]["reference"]
+    assert empty == {"n": 0, "mean": None, "p10": None, "median": None, "p90": None}
+
+
+def test_previous_current_last_is_the_latest_run_of_the_same_kind_and_model():
+    def run(kind: str, model: str, last: str | None) -> dict:
+        return {"details": {"kind": kind, "model_id": model, "current_last": last}}
+
+    runs = [  # newest first
+        {"details": {"kind": "served", "reasons": ["could not monitor: x"]}},  # an error
+        run("full", "m1", "2026-05-01T09:00:00+00:00"),
+        run("served", "m2", "2026-05-01T08:30:00+00:00"),
+        run("served", "m1", None),  # an empty current window
+        run("served", "m1", "2026-05-01T08:00:00+00:00"),
+        run("served", "m1", "2026-05-01T07:00:00+00:00"),
+    ]
+    assert previous_current_last(runs, "m1", "served") == T0.replace(hour=8)
+    assert previous_current_last(runs, "m1", "full") == T0.replace(hour=9)
+    assert previous_current_last(runs, "m3", "served") is None
+    assert previous_current_last([], "m1", "served") is None
 
 
 def test_insufficient_data_has_its_own_exit_code():
@@ -113,6 +250,43 @@ def check_reference_windows(url: str) -> None:
     assert stored["until"] == T0 + timedelta(minutes=2)  # replaced, aware UTC
     assert stored["values"] == {"live_low_consistency": [0.0, 1.0]}
     assert stored["sample_ids"] == ["m1-0", "m1-1"]
+
+
+def test_after_gives_the_newest_samples_after_a_time(tmp_path):
+    with SampleStore(f"sqlite:///{tmp_path / 's.sqlite'}") as store:
+        store.ingest([_sample(i, "m1") for i in range(10)] + [_sample(i, "m2") for i in range(3)])
+        since = T0 + timedelta(minutes=5)
+        assert [s.sample_id for s in store.after("m1", since, 100)] == [
+            "m1-9",
+            "m1-8",
+            "m1-7",
+            "m1-6",
+        ]  # strictly after, newest first, of one model id
+        assert [s.sample_id for s in store.after("m1", since, 2)] == ["m1-9", "m1-8"]
+        assert store.after("m1", T0 + timedelta(minutes=9), 5) == []
+        with pytest.raises(InputError):
+            store.after("m1", since, -1)
+
+
+def test_a_time_based_reference_is_the_first_days_once_they_are_over(tmp_path):
+    monitor = MonitorSettings(reference_days=1.0, reference_window=3)
+    hours = [0, 5, 23, 30]  # the first day ends at hour 24
+    with SampleStore(f"sqlite:///{tmp_path / 's.sqlite'}") as store:
+        store.ingest([_sample(i, "m1", minutes=60 * h) for i, h in enumerate(hours[:3])])
+        samples, source = own_reference(store, "m1", monitor)
+        assert [s.sample_id for s in samples] == ["m1-0", "m1-1", "m1-2"]
+        assert not source["complete"]  # nothing newer than the day yet: it may still grow
+        assert source["until"] == (T0 + timedelta(days=1)).isoformat()
+        store.ingest([_sample(3, "m1", minutes=60 * hours[3])])
+        samples, source = own_reference(store, "m1", monitor)
+        assert source["complete"] and source["days"] == 1.0 and not source["pinned"]
+        assert [s.sample_id for s in samples] == ["m1-0", "m1-1", "m1-2"]  # not hour 30
+        # a pinned range still wins
+        store.save_reference("m1", pinned=True, since=T0, until=T0 + timedelta(hours=6))
+        samples, source = own_reference(store, "m1", monitor)
+        assert source["pinned"] and [s.sample_id for s in samples] == ["m1-0", "m1-1"]
+        # a model id without samples has no reference
+        assert own_reference(store, "m9", monitor)[1]["complete"] is False
 
 
 # the schema the store had before reference windows (a store file created by that code)
