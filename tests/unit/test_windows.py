@@ -57,6 +57,8 @@ def test_window_tests_flag_only_the_signal_that_got_worse():
     current = {"live_low_consistency": [1.0] * 12 + [0.0] * 8, "live_any_unsupported": [0.0] * 20}
     tests = window_tests(reference, current, alpha=0.005)
     by = {t["signal"]: t for t in tests}
+    assert [t["signal"] for t in tests] == ["live_low_consistency", "live_any_unsupported"]
+    assert all(t["blocking"] and t["test"] == "fisher" for t in tests)
     assert by["live_low_consistency"]["worse"] and not by["live_any_unsupported"]["worse"]
     assert by["live_low_consistency"]["n_reference"] == 100
     assert by["live_low_consistency"]["n_current"] == 20
@@ -156,12 +158,12 @@ def test_reported_consistency_and_flags_are_one_sided():
     fixed = reported_window_tests(_values(100, live_truncated=True), _values(20), 0.01)
     assert [t["signal"] for t in cut if t["worse"]] == ["live_truncated"]
     assert not any(t["worse"] for t in fixed)  # fewer cut summaries is no finding
-    assert all(
-        t["test"] == "fisher"
-        for t in cut
-        if t["signal"].startswith("live_")
-        and (t["signal"] not in ("live_consistency", "live_novel_ngram_share", "live_n_words"))
+    by = {t["signal"]: t for t in cut}
+    assert (by["live_truncated"]["test"], by["live_truncated"]["alternative"]) == (
+        "fisher",
+        "greater",
     )
+    assert by["live_consistency"]["test"] == "mann_whitney"
 
 
 def test_reported_tests_leave_missing_values_out():
