@@ -1,7 +1,8 @@
-"""`hss monitor --served-only` on windows of the model's own traffic (issue 24): a SQLite store
-filled hour by hour with time-stamped traffic, faithful and then inventing; two model ids; an
-empty current window; too little data. The checker and tagger are the deterministic fakes
-(tests/conftest.py), the store, windows, test, verdict, CLI and exit codes are real."""
+"""`hss monitor` (--served-only and full) on windows of the model's own traffic (issue 24): a
+SQLite store filled hour by hour with time-stamped traffic, faithful and then inventing; two
+model ids; an empty current window; too little data; windows since the last run; the reported
+tests and Evidently's drift of the windows. The checker and tagger are the deterministic fakes
+(tests/conftest.py), the store, windows, tests, verdict, CLI and exit codes are real."""
 
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path):
 
 @pytest.fixture()
 def hss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_url: str):
-    """Run `hss monitor --served-only` on a fresh store with the fake checker; returns
-    (invoke, store url); invoke(*args) -> (exit code, monitor.json)."""
+    """Run `hss monitor --served-only` (or, with full=True, `hss monitor --model fake:lead`) on
+    a fresh store with the fake checker; returns (invoke, store url); invoke(*args) ->
+    (exit code, monitor.json)."""
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(tmp_path / "cache"))
     reference = tmp_path / "baseline" / "production_scores.csv"  # the floor; no metrics.json:
@@ -53,35 +55,36 @@ def hss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_url: str):
     monkeypatch.setenv("HSS_MONITOR__REFERENCE", str(reference))
     monkeypatch.setenv("HSS_MONITOR__REFERENCE_WINDOW", "100")
     monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", str(PER_HOUR))
+    monkeypatch.setenv("HSS_PERTURB__GAMMA", "0")  # full runs: the hashing embedder
+    monkeypatch.setenv("HSS_SCORE__BOOTSTRAP_RESAMPLES", "100")
     monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
     url = store_url
     runner = CliRunner()
     out = tmp_path / "monitor"
 
-    def invoke(*args: str) -> tuple[int, dict]:
-        result = runner.invoke(
-            app, ["monitor", "--served-only", "--samples", url, "--out", str(out), *args]
-        )
+    def invoke(*args: str, full: bool = False) -> tuple[int, dict]:
+        kind = ["--model", "fake:lead"] if full else ["--served-only"]
+        result = runner.invoke(app, ["monitor", *kind, "--samples", url, "--out", str(out), *args])
         assert "Traceback" not in result.output
         return result.exit_code, json.loads((out / "monitor.json").read_text())
 
     return invoke, url
 
 
-def _summary(i: int, inventing: bool) -> tuple[str, str]:
+def _summary(i: int, inventing: bool, sentences: int = 2) -> tuple[str, str]:
     """Sample i's document and served summary: its own lead (faithful), or another document's
     lead (unsupported); 2 in 10 are unsupported before the switch, 8 in 10 after it."""
     doc = DOCS[i % len(DOCS)]
     bad = (i % 10) in ((0, 1, 2, 3, 4, 5, 6, 7) if inventing else (0, 5))
     source = DOCS[(i + len(DOCS) // 2) % len(DOCS)] if bad else doc
-    return doc.text, " ".join(split_sentences(source.text)[:2])
+    return doc.text, " ".join(split_sentences(source.text)[:sentences])
 
 
-def _traffic(url: str, start: int, n: int, model: str, inventing: bool) -> None:
+def _traffic(url: str, start: int, n: int, model: str, inventing: bool, sentences: int = 2) -> None:
     """n samples, one every 3 minutes (20 an hour), numbered from `start`."""
     samples = []
     for i in range(start, start + n):
-        document, summary = _summary(i, inventing)
+        document, summary = _summary(i, inventing, sentences)
         samples.append(
             Sample(
                 sample_id=f"{model}-{i}",
@@ -229,3 +232,133 @@ def test_a_pinned_reference_window_is_used(hss):
         ],
     )
     assert bad.exit_code == 2 and "no samples of 'm1'" in bad.output
+
+
+def test_the_full_monitor_compares_the_windows_and_keeps_the_corpus_as_a_floor(hss, tmp_path):
+    invoke, url = hss
+    _traffic(url, 0, 120, "m1", inventing=False)
+    code, report = invoke(full=True)
+    windows = report["windows"]
+    assert report["kind"] == "full" and windows["status"] == "compared"
+    assert (windows["reference"]["n"], windows["current"]["n"]) == (100, 20)
+    assert report["severity"] is not None and report["drift"] is not None  # still measured
+    assert not any(t["worse"] for t in windows["tests"] if t["blocking"])
+    # the corpus comparisons are the floor: notes, never reasons (monitor.floor_blocking false)
+    assert not any("production reference" in r for r in report["reasons"])
+    assert code == {"healthy": 0, "unhealthy": 1}[report["decision"]], report["reasons"]
+    _traffic(url, 120, 20, "m1", inventing=True)
+    code, report = invoke(full=True)
+    assert (code, report["decision"]) == (1, "unhealthy"), report["reasons"]
+    assert any("model's reference window" in r for r in report["reasons"])
+    assert report["n_samples"] == 20 and (tmp_path / "monitor" / "scores").is_dir()
+    with SampleStore(url) as store:
+        runs = store.runs()
+    assert [r.kind for r in runs] == ["full", "full"]
+    assert runs[0].details["window_status"] == "compared"
+    assert runs[0].details["current_last"] == "2026-06-01T06:57:00+00:00"
+
+
+def test_the_full_monitor_on_a_single_window_is_insufficient_data(hss, monkeypatch):
+    invoke, url = hss
+    _traffic(url, 0, 30, "m1", inventing=True)  # one window; its summaries are unsupported
+    code, report = invoke(full=True)
+    assert (code, report["decision"]) == (3, "insufficient_data"), report["reasons"]
+    assert any("no reference window yet for 'm1'" in r for r in report["reasons"])
+    assert report["severity"]["n_live"] == 20  # the rescoring still ran and is reported
+    # the corpus comparisons are the floor: measured, noted, not deciding ...
+    assert any(s["rise"] for s in report["served"])
+    floor = [n for n in report["notes"] if n.startswith("absolute floor (not blocking")]
+    assert len(floor) == sum(s["rise"] for s in report["served"]) + bool(
+        report["severity"]["rise"]
+    ) + bool(report["drift"]["drifted"])
+    # ... unless configured to block
+    monkeypatch.setenv("HSS_MONITOR__FLOOR_BLOCKING", "true")
+    code, report = invoke(full=True)
+    assert (code, report["decision"]) == (1, "unhealthy")
+    assert any("served summaries:" in r and "beyond the margin" in r for r in report["reasons"])
+    assert not any(n.startswith("absolute floor") for n in report["notes"])
+
+
+def test_since_last_run_takes_exactly_the_samples_after_the_previous_run(hss, monkeypatch):
+    invoke, url = hss
+    monkeypatch.setenv("HSS_MONITOR__CURRENT_WINDOW", "since_last_run")
+    _traffic(url, 0, 120, "m1", inventing=False)
+    code, report = invoke()  # no previous run: the newest monitor.sample_size
+    assert (code, report["windows"]["current"]["selection"]) == (0, "newest"), report["reasons"]
+    assert report["windows"]["current"]["n"] == PER_HOUR
+    _traffic(url, 120, 7, "m1", inventing=False)
+    code, report = invoke()
+    current = report["windows"]["current"]
+    assert current["selection"] == "since_last_run" and current["n"] == 7
+    assert current["after"] == "2026-06-01T05:57:00+00:00"  # sample 119, the previous run's last
+    assert (current["first"], current["last"]) == (
+        "2026-06-01T06:00:00+00:00",  # sample 120
+        "2026-06-01T06:18:00+00:00",  # sample 126
+    )
+    assert {s["doc_id"] for s in report["samples"]} == {f"m1-{i}" for i in range(120, 127)}
+    code, report = invoke()  # nothing new since: an empty current window
+    assert (code, report["decision"]) == (3, "insufficient_data")
+    assert report["reasons"] == [
+        "insufficient data: no samples of 'm1' in the current window (none after the "
+        "previous run's, 2026-06-01T06:18:00+00:00)"
+    ]
+    monkeypatch.setenv("HSS_MONITOR__MAX_CURRENT_WINDOW", "5")
+    _traffic(url, 127, 8, "m1", inventing=True)  # 8 new: the newest 5 of them
+    code, report = invoke()
+    assert report["windows"]["current"]["n"] == 5
+    assert report["windows"]["current"]["first"] == "2026-06-01T06:30:00+00:00"  # sample 130
+
+
+def test_a_longer_current_window_is_reported_not_blocking(hss, tmp_path):
+    invoke, url = hss
+    _traffic(url, 0, 100, "m1", inventing=False)
+    _traffic(url, 100, 20, "m1", inventing=False, sentences=4)  # the same leads, longer
+    code, report = invoke()
+    assert (code, report["decision"]) == (0, "healthy"), report["reasons"]
+    tests = {t["signal"]: t for t in report["windows"]["tests"]}
+    assert tests["live_n_words"]["worse"] and not tests["live_n_words"]["blocking"]
+    assert tests["live_n_words"]["current_mean"] > 1.5 * tests["live_n_words"]["reference_mean"]
+    assert any(
+        n.startswith("reported (not blocking): length (words) changed") for n in (report["notes"])
+    )
+    # Evidently's drift of the two windows, reported
+    drift = report["windows"]["drift"]
+    assert (drift["n_reference"], drift["n_current"]) == (100, 20)
+    assert drift["columns"] == [
+        "live_consistency",
+        "live_unsupported_share",
+        "live_novel_ngram_share",
+        "live_n_words",
+    ]
+    assert "live_n_words" in drift["drifted_columns"] and drift["report"] == "drift_windows.html"
+    assert (tmp_path / "monitor" / "drift_windows.html").stat().st_size > 10_000
+    distributions = {d["signal"]: d for d in report["windows"]["distributions"]}
+    words = distributions["live_n_words"]
+    assert (words["reference"]["n"], words["current"]["n"]) == (100, 20)
+    assert words["current"]["median"] > words["reference"]["median"]
+    assert words["current"]["mean"] == pytest.approx(tests["live_n_words"]["current_mean"])
+    assert words["reference"]["p10"] <= words["reference"]["median"] <= words["reference"]["p90"]
+
+
+def test_an_old_stored_reference_without_the_new_columns_is_rescored(hss):
+    invoke, url = hss
+    _traffic(url, 0, 120, "m1", inventing=False)
+    code, report = invoke()
+    assert code == 0, report["reasons"]
+    with SampleStore(url) as store:
+        stored = store.reference("m1")
+        old = {k: stored["values"][k] for k in ("live_low_consistency", "live_any_unsupported")}
+        store.save_reference(  # as the first windowed release stored it: two columns
+            "m1",
+            pinned=False,
+            sample_ids=stored["sample_ids"],
+            checker=stored["checker"],
+            values=old,
+        )
+    code, report = invoke()
+    assert (code, report["decision"]) == (0, "healthy"), report["reasons"]
+    assert {t["signal"] for t in report["windows"]["tests"]} >= {"live_n_words", "live_truncated"}
+    with SampleStore(url) as store:
+        again = store.reference("m1")["values"]
+    assert set(again) == set(stored["values"]) and len(again["live_n_words"]) == 100
+    assert again["live_low_consistency"] == old["live_low_consistency"]
