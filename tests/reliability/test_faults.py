@@ -540,8 +540,8 @@ def _monitor(runner: CliRunner, database: Path, out: Path):
 def test_monitor_without_faults_records_a_verdict(runner, store, tmp_path):
     before = _stored_samples(store)
     result, report = _monitor(runner, store, tmp_path / "monitor")
-    assert result.exit_code in (0, 1), result.output
-    assert report["decision"] in ("healthy", "unhealthy")
+    assert result.exit_code in (0, 1, 3), result.output  # 3: too few samples for two windows
+    assert report["decision"] in ("healthy", "unhealthy", "insufficient_data")
     assert _stored_samples(store) == before
     assert [r["decision"] for r in _stored_runs(store)] == [report["decision"]]
 
