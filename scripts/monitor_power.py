@@ -8,7 +8,8 @@ usage:
   python scripts/monitor_power.py simulate [OUT_CSV] [--runs 2400] [--system bart]
                                            [--current 20,50] [--alpha 0.001]
       resample an unchanged stream of one system's scored summaries: the per-run and per-day
-      (24 hourly runs) false-alarm rate of `window_tests` at the configured window sizes and
+      (24 hourly runs) false-alarm rate of the blocking `window_tests` (the reported tests
+      never make a run unhealthy and are not simulated) at the configured window sizes and
       alpha, with 95% Wilson CIs; then the power against a drop of the consistent-summary
       share (healthy summaries replaced by flagged ones) and the smallest drop seen with 80%;
       --current: other current window sizes (default monitor.sample_size), --alpha another
@@ -64,7 +65,10 @@ def score(frank: Path, out: Path) -> None:
     began = time.perf_counter()
     rows = served_signals(samples, tools, settings)
     seconds = time.perf_counter() - began
-    columns = ["doc_id", "model_id", "live_low_consistency", "live_unsupported_share"]
+    from hss_gate.monitor import WINDOW_COLUMNS
+
+    # every window column (the reported tests' too), though `simulate` measures the blocking ones
+    columns = ["doc_id", "model_id", *WINDOW_COLUMNS]
     frame = pd.DataFrame(rows)[columns]
     frame["factual"] = labels
     out.parent.mkdir(parents=True, exist_ok=True)
