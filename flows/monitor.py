@@ -45,7 +45,7 @@ def monitor_flow(
     `samples` is the store's SQLAlchemy URL (default monitor.samples_url; keep passwords out of
     flow parameters: use HSS_MONITOR__SAMPLES_URL or libpq's PGPASSWORD/.pgpass on the worker).
     Returns the result written to monitor.json: decision "healthy", "unhealthy", "error" or
-    (served_only: too little traffic for two windows) "insufficient_data",
+    (too little traffic for two windows) "insufficient_data",
     reasons, severity, drift, checks, samples and the trend of recent runs.
     """
     from hss_gate.alerts import alert_monitor

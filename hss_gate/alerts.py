@@ -89,16 +89,19 @@ def event_name(decision: str) -> str:
 
 
 def deciding_numbers(result: Mapping[str, Any], floor_blocking: bool) -> dict[str, Any]:
-    """The numbers that made the verdict: each window test that was significantly worse, the
-    absolute-floor rises that blocked (a full run, or monitor.floor_blocking), the severity
-    rise, the drifted columns and the failed checks. Empty lists when nothing decided."""
+    """The numbers that made the verdict: each blocking window test that was significantly
+    worse (reported tests never decide), the absolute floor's rises, severity rise and drifted
+    columns where they block (no windows, or monitor.floor_blocking), and the failed checks.
+    Empty when nothing decided."""
     windows = result.get("windows") or {}
     floor_decides = not windows or floor_blocking
     severity = result.get("severity") or {}
     drift = result.get("drift") or {}
     return {
         "windows": [
-            {k: t.get(k) for k in WINDOW_FIELDS} for t in windows.get("tests") or [] if t["worse"]
+            {k: t.get(k) for k in WINDOW_FIELDS}
+            for t in windows.get("tests") or []
+            if t["worse"] and t.get("blocking", True)
         ],
         "floor": [
             {k: s.get(k) for k in FLOOR_FIELDS}
@@ -106,9 +109,15 @@ def deciding_numbers(result: Mapping[str, Any], floor_blocking: bool) -> dict[st
             if s.get("rise") and floor_decides
         ],
         "severity": (
-            {k: severity.get(k) for k in SEVERITY_FIELDS} if severity.get("rise") else None
+            {k: severity.get(k) for k in SEVERITY_FIELDS}
+            if severity.get("rise") and floor_decides
+            else None
         ),
-        "drift": list(drift.get("drifted_columns") or []) if drift.get("drifted") else [],
+        "drift": (
+            list(drift.get("drifted_columns") or [])
+            if drift.get("drifted") and floor_decides
+            else []
+        ),
         "checks": [
             {k: c.get(k) for k in ("kind", "description", "observed")}
             for c in result.get("checks") or []

@@ -396,10 +396,10 @@ def monitor(
     out: OutOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
-    """Check recent production traffic: exit 0 = healthy, 1 = unsupported served summaries
-    (with --served-only: significantly worse than the model's own reference window), drift or
-    a severity rise, 2 = error, 3 = insufficient data (--served-only: no reference window yet,
-    or too few samples for a reference and a current window that do not overlap)."""
+    """Check recent production traffic: exit 0 = healthy, 1 = served summaries significantly
+    worse than the model's own reference window (or a failed check, or the floor where
+    monitor.floor_blocking), 2 = error, 3 = insufficient data (no reference window yet, or too
+    few samples for a reference and a current window that do not overlap)."""
     from hss_gate.alerts import alert_monitor
     from hss_gate.monitor import EXIT_CODES
     from hss_gate.runner import LocalRunner

@@ -493,8 +493,14 @@ def _window_rows(result: Mapping[str, Any]) -> tuple[list[list[str]], list[list[
     pinned = " (pinned)" if ref.get("pinned") else ""
     if ref.get("pinned"):
         chosen = f"pinned: {ref.get('since') or '?'} to {ref.get('until') or '?'}"
+    elif ref.get("days") is not None:
+        chosen = f"the model id's first {ref['days']:g} days ({ref.get('since') or '?'} on)"
     else:
         chosen = f"the model id's first {ref.get('n', '?')} samples"
+    if cur.get("selection") == "since_last_run":
+        current_chosen = f"the samples since the last run (after {cur.get('after') or '?'})"
+    else:
+        current_chosen = "the newest samples"
     instead = ref.get("instead_of")
     spans = [
         [
@@ -510,7 +516,7 @@ def _window_rows(result: Mapping[str, Any]) -> tuple[list[list[str]], list[list[
             str(windows.get("model_id")),
             str(cur.get("n", "")),
             *_span(cur),
-            "the newest samples",
+            current_chosen,
             "",
         ],
     ]
@@ -523,11 +529,18 @@ def _window_rows(result: Mapping[str, Any]) -> tuple[list[list[str]], list[list[
             _num(t.get("p_value"), 4),
             str(t.get("alpha", "")),
             "blocking" if t.get("blocking", True) else "reported",
-            "WORSE" if t.get("worse") else "no",
+            _test_outcome(t),
         ]
         for t in windows.get("tests") or []
     ]
     return spans, tests
+
+
+def _test_outcome(test: Mapping[str, Any]) -> str:
+    """WORSE for a significant one-sided test, CHANGED for a significant two-sided one."""
+    if not test.get("worse"):
+        return "no"
+    return "CHANGED" if test.get("alternative") == "two-sided" else "WORSE"
 
 
 def _is_number(value: Any) -> bool:

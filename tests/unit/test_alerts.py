@@ -453,3 +453,19 @@ def test_the_documented_notification_automation_is_valid_and_renders(tmp_path):
 def test_an_empty_webhook_url_means_no_webhook(tmp_path, monkeypatch):
     monkeypatch.setenv("HSS_ALERT__WEBHOOK_URL", "")  # an unset GitHub secret exports ""
     assert load_settings(tmp_path / "absent.yaml").alert.webhook_url is None
+
+
+def test_reported_window_tests_and_a_non_blocking_floor_do_not_decide():
+    from hss_gate.alerts import deciding_numbers
+
+    result = windowed_result()
+    reported = _test("live_n_words", 40.0, 90.0, 1e-5, True) | {"blocking": False}
+    result["windows"]["tests"].append(reported)
+    result["severity"] = {"rise": True, "live_mean": 0.5, "reference_mean": 0.2}
+    result["drift"] = {"drifted": True, "drifted_columns": ["hss"]}
+    numbers = deciding_numbers(result, floor_blocking=False)
+    assert [t["signal"] for t in numbers["windows"]] == ["live_low_consistency"]
+    assert numbers["severity"] is None and numbers["drift"] == [] and numbers["floor"] == []
+    blocking = deciding_numbers(result, floor_blocking=True)
+    assert blocking["severity"] is not None and blocking["drift"] == ["hss"]
+    assert [s["signal"] for s in blocking["floor"]] == ["live_low_consistency"]

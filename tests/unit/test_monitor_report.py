@@ -215,6 +215,37 @@ def test_a_pinned_reference_says_its_range():
     ) in md
 
 
+def test_time_based_reference_and_since_last_run_windows_say_how_they_were_chosen():
+    result = _result()
+    result["windows"]["reference"] |= {"days": 2.0, "since": "2026-05-01T00:00:00+00:00"}
+    result["windows"]["current"] |= {
+        "selection": "since_last_run",
+        "after": "2026-06-01T05:57:00+00:00",
+    }
+    md = monitor_markdown(result)
+    assert "the model id's first 2 days (2026-05-01T00:00:00+00:00 on)" in md
+    assert "the samples since the last run (after 2026-06-01T05:57:00+00:00)" in md
+
+
+def test_a_significant_two_sided_test_is_a_change_not_worse():
+    result = _result()
+    length = {
+        "signal": "live_n_words",
+        "label": "summary length (words)",
+        "reference_mean": 40.0,
+        "current_mean": 20.0,
+        "difference": -20.0,
+        "p_value": 0.0001,
+        "alpha": 0.01,
+        "worse": True,
+        "blocking": False,
+        "alternative": "two-sided",
+    }
+    result["windows"]["tests"] = [length]
+    md = monitor_markdown(result)
+    assert "| reported | CHANGED |" in md and "WORSE" not in md
+
+
 @pytest.mark.parametrize("name", ["javascript:alert(1)", "../x.html", "a b.html", "x.html?y", ""])
 def test_the_drift_report_is_linked_only_by_a_plain_file_name(name):
     result = _result()

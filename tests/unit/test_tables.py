@@ -112,6 +112,7 @@ SETTING_COLUMNS: dict[str, list[str]] = {
     # the served-summary table (live_*, hss_gate/monitor.py) is not a score table
     "monitor.served_margin": [],
     "monitor.served_unsupported_margin": [],
+    "monitor.max_current_window": [],  # a count of samples, not a column's threshold
 }
 
 
