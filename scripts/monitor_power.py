@@ -68,8 +68,10 @@ def score(frank: Path, out: Path) -> None:
     from hss_gate.monitor import WINDOW_COLUMNS
 
     # every window column (the reported tests' too), though `simulate` measures the blocking ones
-    columns = ["doc_id", "model_id", *WINDOW_COLUMNS]
-    frame = pd.DataFrame(rows)[columns]
+    frame = pd.DataFrame(rows)
+    # live_any_unsupported is derived from live_unsupported_share when the windows are tested
+    columns = ["doc_id", "model_id", *(c for c in WINDOW_COLUMNS if c in frame)]
+    frame = frame[columns]
     frame["factual"] = labels
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False)
@@ -98,6 +100,16 @@ def _degrade(rng: random.Random, window: list[dict], drop: float, bad: list[dict
     return [rng.choice(bad) if rng.random() < drop else row for row in window]
 
 
+def _note(reference: list[dict], current: list[dict], alpha: float) -> bool:
+    """Whether any reported (never blocking) window test is significant at `alpha`."""
+    from hss_gate.monitor import reported_window_tests, window_signal_values
+
+    tests = reported_window_tests(
+        window_signal_values(reference), window_signal_values(current), alpha
+    )
+    return any(t["worse"] for t in tests)
+
+
 def _alarm(reference: list[dict], current: list[dict], alpha: float) -> bool:
     from hss_gate.monitor import blocking_signal_values, window_tests
 
@@ -119,7 +131,24 @@ def simulate(
     alpha = alpha or monitor.window_alpha
     for size in sizes or [monitor.sample_size]:
         _simulate(frame, runs, system, monitor.reference_window, size, alpha)
+        _notes(frame, runs, system, monitor.reference_window, size, monitor.reported_alpha)
         print()
+
+
+def _notes(frame, runs: int, system: str, n_ref: int, n_cur: int, alpha: float) -> None:
+    """How often an unchanged stream gets a reported note (any reported test at `alpha`)."""
+    missing = [c for c in ("live_consistency", "live_n_words") if c not in frame]
+    if missing:
+        print(f"reported notes: not simulated ({', '.join(missing)} not scored; rerun `score`)")
+        return
+    pool = frame[frame["model_id"] == system].to_dict("records")
+    rng = random.Random(1)
+    hits = sum(_note(_draw(rng, pool, n_ref), _draw(rng, pool, n_cur), alpha) for _ in range(runs))
+    low, high = _wilson(hits, runs)
+    print(
+        f"runs of an unchanged stream with any reported note (alpha {alpha} per reported "
+        f"test): {hits}/{runs} = {hits / runs:.4f} [{low:.4f}, {high:.4f}]"
+    )
 
 
 def _simulate(frame, runs: int, system: str, n_ref: int, n_cur: int, alpha: float) -> None:
@@ -188,7 +217,7 @@ def _simulate(frame, runs: int, system: str, n_ref: int, n_cur: int, alpha: floa
 
 
 def main(argv: list[str]) -> None:
-    if not argv or argv[0] not in ("score", "simulate"):
+    if not argv or argv[0] not in ("score", "simulate") or {"-h", "--help"} & set(argv):
         raise SystemExit(__doc__)
     if argv[0] == "score":
         frank = Path(argv[1]) if len(argv) > 1 else FRANK
