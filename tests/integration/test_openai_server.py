@@ -72,8 +72,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         try:
             url = json.loads(line)["url"]
         except (ValueError, KeyError):
-            tail = log.read_text(errors="replace")[-1500:]
-            unavailable(f"llama.cpp server did not start ({line!r}; log: {tail})")
+            lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
+            unavailable(f"llama.cpp server did not start: {' | '.join(lines[-2:]) or line}")
         _wait_healthy(url, proc)
         yield url
     finally:
