@@ -116,6 +116,13 @@ class GenerateSettings(BaseModel):
 
     timeout_s: float = Field(120.0, gt=0, description="openai: per-request timeout")
     retries: int = Field(3, ge=0, le=10, description="openai: retries on transport errors")
+    openai_concurrency: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="openai: requests in flight at once (set it to the server's parallel "
+        "slots); `workers` is GGUF copies, not this",
+    )
 
 
 class ScoreSettings(BaseModel):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
@@ -25,7 +27,14 @@ def _content(response: httpx.Response) -> str:
 
 
 class OpenAISummarizer:
-    """Greedy chat completions over HTTP with bounded retries. Key from HSS_OPENAI_API_KEY."""
+    """Greedy chat completions over HTTP with bounded retries. Key from HSS_OPENAI_API_KEY.
+
+    Up to `generate.openai_concurrency` requests are in flight at once (`workers`), each
+    retried on its own; the server decides how many it decodes together (llama.cpp's parallel
+    slots, vLLM's batch). The number of requests in flight is not part of the fingerprint: it
+    does not change what a deterministic server answers (a server that batches requests may
+    answer differently, which is the server's setting, not the client's).
+    """
 
     engine = "openai-compatible"
 
@@ -33,7 +42,26 @@ class OpenAISummarizer:
         self.base_url = base_url.rstrip("/")
         self.model = model or os.environ.get("HSS_OPENAI_MODEL", "default")
         self.settings = settings
+        self.workers = settings.openai_concurrency
         self.fingerprint = f"openai:{self.base_url}:{self.model}:{generation_key(settings)}"
+        self._client: httpx.Client | None = None
+        self._opening = threading.Lock()
+
+    def _http(self) -> httpx.Client:
+        """The connection pool every request shares (httpx.Client is thread-safe), opened on
+        first use with room for `workers` connections."""
+        with self._opening:
+            if self._client is None:
+                limits = httpx.Limits(max_connections=max(self.workers, 10))
+                self._client = httpx.Client(timeout=self.settings.timeout_s, limits=limits)
+            return self._client
+
+    def close(self) -> None:
+        """Close the connections (a later request opens new ones)."""
+        with self._opening:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     def _headers(self) -> dict[str, str]:
         key = os.environ.get("HSS_OPENAI_API_KEY")
@@ -76,10 +104,30 @@ class OpenAISummarizer:
             f"{self.base_url}: no answer after {self.settings.retries + 1} tries ({last})"
         )
 
+    def summarize_one(self, text: str) -> str:
+        """One summary; safe to call from up to `workers` threads at once."""
+        return self._one(self._http(), text)
+
     def summarize(
         self,
         texts: Sequence[str],
         progress: Callable[[int], None] | None = None,
     ) -> list[str]:
-        with httpx.Client(timeout=self.settings.timeout_s) as client:
-            return each_with_progress(lambda text: self._one(client, text), texts, progress)
+        """Summaries in the order of `texts`, up to `workers` requests at once. The first
+        failure (in order) raises; requests not yet sent are then not sent."""
+        concurrent = min(len(texts), self.workers)
+        if concurrent <= 1:
+            return each_with_progress(self.summarize_one, texts, progress)
+        with ThreadPoolExecutor(concurrent, thread_name_prefix="openai") as pool:
+            futures = [pool.submit(self.summarize_one, t) for t in texts]
+            results = []
+            try:
+                for future in futures:
+                    results.append(future.result())
+                    if progress:
+                        progress(1)
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+            return results

@@ -9,6 +9,7 @@ from hss_gate.cache import Cache
 from hss_gate.generation import BackgroundSummaries, summary_key
 from hss_gate.pipeline import score_documents
 from hss_gate.summarizers.base import FakeSummarizer
+from tests.integration import test_openai_summarizer as fake_http
 from tests.unit.test_pipeline_fakes import DOCS, _settings, _toolkit
 
 pytestmark = pytest.mark.unit
@@ -88,3 +89,117 @@ def test_the_background_path_scores_exactly_like_the_sequential_one(tmp_path):
     assert background.summaries == sequential.summaries
     assert background.perturbations == sequential.perturbations
     assert concurrent.calls == len(background.summaries)
+
+
+# The openai: client's own concurrency (generate.openai_concurrency), against the loopback fake
+# OpenAI-compatible server of the integration tests.
+
+openai_fake = fake_http.serve  # the fixture, under this name here
+
+
+class InFlight:
+    """Answers each chat request with the document it was about, holding every request until
+    `hold` requests (or all of the `total` still unanswered) are in flight at once, or a
+    timeout, and records the most seen. `fail`: a document's first answer is that status."""
+
+    def __init__(self, hold: int, total: int = 6, fail: dict[str, int] | None = None) -> None:
+        self.hold, self.fail = hold, fail or {}
+        self.total = total + len(self.fail)
+        self.active = self.most = self.answered = 0
+        self.seen: dict[str, int] = {}
+        self.cond = threading.Condition()
+
+    def __call__(self, number: int, request: dict) -> tuple[int, object]:
+        import json
+
+        document = json.loads(request["body"])["messages"][-1]["content"].split("Article:\n")[1]
+        document = document.split("\n")[0]
+        with self.cond:
+            self.active += 1
+            self.most = max(self.most, self.active)
+            self.seen[document] = self.seen.get(document, 0) + 1
+            self.cond.notify_all()
+            self.cond.wait_for(
+                lambda: self.active >= min(self.hold, self.total - self.answered), timeout=5.0
+            )
+        # later documents answer sooner: the client must restore the order
+        time.sleep(0.02 * (9 - int(document.split()[-1])))
+        with self.cond:
+            self.active -= 1
+            self.answered += 1
+        status = self.fail.get(document, 0)
+        if status and self.seen[document] == 1:
+            return status, {"error": "busy"}
+        return fake_http.ok(f"summary of {document}")
+
+
+def _openai(url: str, concurrency: int, **generate):
+    from hss_gate.settings import GenerateSettings
+    from hss_gate.summarizers.openai import OpenAISummarizer
+
+    values = {"max_new_tokens": 8, "retries": 1, "timeout_s": 10.0, **generate}
+    settings = GenerateSettings(openai_concurrency=concurrency, **values)
+    return OpenAISummarizer(url, settings)
+
+
+OPENAI_DOCS = [f"Document number {i}" for i in range(6)]
+
+
+@pytest.fixture
+def no_backoff(monkeypatch):
+    from hss_gate.summarizers import openai as openai_module
+
+    monkeypatch.setattr(openai_module.time, "sleep", lambda s: None)
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_openai_requests_overlap_up_to_the_setting_in_order(openai_fake, no_backoff, concurrency):
+    server = InFlight(hold=concurrency)
+    fake = openai_fake(server)
+    summarizer = _openai(fake.url, concurrency)
+    steps: list[int] = []
+
+    out = summarizer.summarize(OPENAI_DOCS, progress=steps.append)
+
+    assert out == [f"summary of {d}" for d in OPENAI_DOCS]
+    assert server.most == concurrency  # never more in flight than the setting
+    assert sum(steps) == len(OPENAI_DOCS) and len(fake.requests) == len(OPENAI_DOCS)
+
+
+def test_openai_retries_each_request_on_its_own_while_others_run(openai_fake, no_backoff):
+    server = InFlight(hold=2, fail={"Document number 2": 503, "Document number 4": 429})
+    fake = openai_fake(server)
+
+    out = _openai(fake.url, 2).summarize(OPENAI_DOCS)
+
+    assert out == [f"summary of {d}" for d in OPENAI_DOCS]
+    assert server.most == 2
+    assert server.seen == {d: 2 if d[-1] in "24" else 1 for d in OPENAI_DOCS}
+
+
+def test_openai_concurrent_failure_raises_the_model_error(openai_fake, no_backoff):
+    from hss_gate.errors import ModelError
+
+    # the first two are held together; those the client still sends after the failure are not
+    fake = openai_fake(InFlight(hold=2, total=1, fail={"Document number 1": 400}))
+    with pytest.raises(ModelError, match="HTTP 400"):
+        _openai(fake.url, 2).summarize(OPENAI_DOCS)
+
+
+def test_openai_background_generation_uses_the_concurrency_setting(
+    openai_fake, no_backoff, tmp_path
+):
+    server = InFlight(hold=3)
+    fake = openai_fake(server)
+    summarizer = _openai(fake.url, 3, workers=7)  # workers (GGUF copies) is not the client's
+    assert summarizer.workers == 3
+    with BackgroundSummaries(summarizer, Cache(tmp_path)) as jobs:
+        jobs.submit(OPENAI_DOCS[:4])
+        out = jobs.results(OPENAI_DOCS)
+    assert out == [f"summary of {d}" for d in OPENAI_DOCS]
+    assert server.most == 3
+
+
+def test_openai_concurrency_is_not_part_of_the_cache_key():
+    url = "http://127.0.0.1:9/v1"
+    assert _openai(url, 1).fingerprint == _openai(url, 8).fingerprint
