@@ -7,7 +7,7 @@ test fails), on free ports:
 
 - a Prefect API server (`prefect server start`, SQLite in a temp PREFECT_HOME): the workers'
   tasks report to it, as the README requires (without it each worker process would start its
-  own temporary server, and a killed worker would leave that server behind);
+  own temporary server);
 - a `dask scheduler` whose address is read from its `--scheduler-file`;
 - two `dask worker --nthreads 1` processes with this checkout on PYTHONPATH.
 
@@ -15,16 +15,17 @@ The flows run as the README's commands (`python -m flows.baseline|gate`), once l
 once against `--dask-address` with `--chunk-size 1` (2 documents: a chunk per worker), each
 with its own cold cache so that the Dask run really scores on the workers. Their output tables
 are compared **byte for byte** (documents.csv, perturbations.csv, summaries.jsonl,
-edits.jsonl, production_scores.csv): the workers run the same code on the same machine, so
-any difference, even in the last digit of a float, is a real difference in what was
-computed. The JSON outputs are compared value for value without the fields that name the run
-rather than its results (`created`, `wall_time_s`, `chunks`, the cache directory, ...).
+edits.jsonl, production_scores.csv, 6 decimals): the workers run the same code on the same
+machine, so any difference there is a real difference in what was computed. The JSON outputs
+are compared value for value, without the fields that describe the run rather than its
+results (RUN_FIELDS; the run's directories replaced), and with floats equal to FLOAT_RTOL
+(why: FLOAT_RTOL).
 
 A killed worker: the third test SIGKILLs one worker's whole process group (nanny and worker,
 so nothing restarts it) while it holds a chunk, and checks that the run completes on the other
 worker with tables equal to the local run's and each document exactly once.
 
-The processes cannot start (no `dask` or `prefect` command, a port or a start that fails):
+When the processes cannot start (no `dask` or `prefect` command, a start that fails or times out):
 the tests are skipped with the reason, except under CI=true, where that fails them (.ci/run).
 """
 
@@ -298,8 +299,9 @@ def baseline(cluster: Cluster, out: Path, *extra: str, dask: bool) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, prefect_api) -> Iterator[Cluster]:
-    """A scheduler and two workers for the module; the killed-worker test, last, leaves one."""
+def cluster(tmp_path_factory, prefect_api, real_toolkit) -> Iterator[Cluster]:
+    """A scheduler and two workers for the module; the killed-worker test, last, leaves one.
+    `real_toolkit` skips the module without the embedded models (as other integration tests)."""
     cluster = Cluster(tmp_path_factory.mktemp("cluster"), prefect_api)
     try:
         cluster.start()
