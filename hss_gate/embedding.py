@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,6 +23,32 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+_TORCH_THREADS: list[int] = []  # a stack: the innermost `torch_threads` wins
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """While inside, SBERT encodes on `n` torch threads (None: leave torch's own choice).
+    In-process generation that keeps the cores busy leaves torch the cores it does not use;
+    torch's default of one thread per core would make four threads spin on two cores."""
+    if n is None:
+        yield
+        return
+    _TORCH_THREADS.append(max(1, n))
+    try:
+        yield
+    finally:
+        _TORCH_THREADS.pop()
+
+
+def _apply_torch_threads(default: int) -> None:
+    import torch
+
+    want = _TORCH_THREADS[-1] if _TORCH_THREADS else default
+    if torch.get_num_threads() != want:
+        torch.set_num_threads(want)
+
+
 class SbertEmbedder:
     """The embedded all-MiniLM-L6-v2 (sha256-verified) or any local sentence-transformers dir."""
 
@@ -29,6 +56,7 @@ class SbertEmbedder:
         self._name = name_or_dir
         self._batch_size = batch_size
         self._model: Any = None
+        self._default_threads = 0  # torch's own thread count, read when the model loads
         self.fingerprint = f"sbert:{name_or_dir}"
 
     def _load(self) -> Any:
@@ -51,6 +79,9 @@ class SbertEmbedder:
                     raise ModelError(
                         f"{path}: no .safetensors weights (pickle checkpoints are refused)"
                     )
+            import torch
+
+            self._default_threads = torch.get_num_threads()
             try:
                 self._model = SentenceTransformer(
                     path,
@@ -66,7 +97,9 @@ class SbertEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
-        vectors = self._load().encode(
+        model = self._load()
+        _apply_torch_threads(self._default_threads)
+        vectors = model.encode(
             list(texts),
             batch_size=self._batch_size,
             normalize_embeddings=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
@@ -17,7 +18,7 @@ from hss_gate.consistency.features import SBERT_MAX_WORDS, long_units
 from hss_gate.consistency.novelty import with_words
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
-from hss_gate.embedding import Embedder, embed_cached
+from hss_gate.embedding import Embedder, embed_cached, torch_threads
 from hss_gate.generation import BackgroundSummaries, summary_key
 from hss_gate.language import Token, looks_non_english
 from hss_gate.normalization import Normalization
@@ -616,12 +617,25 @@ def _perturb_and_summarize(
         return perturbations, summarize_cached(texts_of(perturbations), summarizer, cache, progress)
     per_document = 1 + len(settings.perturb.strengths) * settings.perturb.k
     advance = progress("summarize", len(docs) * per_document, 0)
-    with BackgroundSummaries(summarizer, cache, advance) as jobs:
+    with (
+        torch_threads(_cores_left(summarizer)),
+        BackgroundSummaries(summarizer, cache, advance) as jobs,
+    ):
         jobs.submit(d.text for d in docs)
         perturbations = make_perturbations(
             docs, settings, tools, cache, progress, lambda made: jobs.submit(p.text for p in made)
         )
         return perturbations, jobs.results(texts_of(perturbations))
+
+
+def _cores_left(summarizer: Any) -> int | None:
+    """The cores an in-process summarizer leaves free while it generates (at least 1), for
+    the SBERT encodes of the perturbation search beside it; None for one that runs elsewhere
+    or on torch's own threads (its `local_threads` is not set)."""
+    busy = getattr(summarizer, "local_threads", 0)
+    if not busy:
+        return None
+    return max(1, (os.cpu_count() or 1) - busy)
 
 
 def _degenerate_input_warnings(

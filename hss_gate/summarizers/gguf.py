@@ -188,6 +188,7 @@ class GgufSummarizer:
         self.settings = settings
         self.threads = settings.threads or (os.cpu_count() or 1)
         self.workers = settings.workers or max(1, (os.cpu_count() or 1) // self.threads)
+        self.local_threads = self.threads * self.workers  # cores busy while it generates
         # the thread count changes llama.cpp's reductions, hence greedy outputs: part of the key
         self.fingerprint = gguf_fingerprint(digest, self.threads, settings, self.prompt_style)
         self._server: Any = None
