@@ -278,3 +278,40 @@ def test_sentence_instability_is_zero_for_the_same_explanation_and_needs_aligned
     )
     with pytest.raises(ValueError):
         sentence_instability(attr, shorter)
+
+
+def test_fidelity_against_an_exact_reference_on_an_additive_scorer():
+    from hss_gate.research.sentence_fidelity import budget_for, measure_fidelity
+
+    doc = (  # five sentences with distinct weights (OverlapScorer: hit 1.0, miss -0.1)
+        "Alpha beta gamma. Alpha alpha beta zeta. Alpha. Beta beta beta alpha gamma zeta zeta. "
+        "Gamma gamma gamma gamma alpha alpha."
+    )
+    long_doc = " ".join(f"Sentence {i} says w{i}." for i in range(12))
+    result = measure_fidelity(
+        OverlapScorer(),
+        [("short", doc, "alpha beta gamma"), ("long", long_doc, "w1 w2 w5 w8 w9")],
+        per_sentence=[4.0, 2.0],
+        reference_factor=10.0,
+        methods=["kernel", "lime"],
+        self_documents=2,
+    )
+    short, long = result["per_document"]
+    assert short["reference"]["exact"] and short["reference"]["self_spearman"] == 1.0
+    assert short["reference"]["evaluations"] == 32  # 2^5 fits 10 x 20: enumerated
+    assert not long["reference"]["exact"] and long["reference"]["evaluations"] == 480
+    assert "self_evaluations" in long["reference"]  # a second, independent reference run
+    kernel = [r for r in short["runs"] if r["method"] == "kernel"]
+    assert [r["budget"] for r in kernel] == [20, 10] and budget_for(5, 2.0) == 10
+    assert kernel[0]["spearman"] == pytest.approx(1.0)  # additive: Kernel SHAP is exact
+    assert [r["budget"] for r in short["runs"] if r["method"] == "lime"] == [20]  # main only
+    assert "noise_floor" in kernel[0] and "noise_floor" not in kernel[1]
+    curve = result["curve"]
+    assert set(curve) == {"kernel@4xM", "kernel@2xM", "lime@4xM"}
+    assert result["spearman_median"] == curve["kernel@4xM"]["spearman_median"]
+    assert result["eval_fraction"] == pytest.approx(
+        np.mean(
+            [r["runs"][0]["evaluations"] / r["reference"]["evaluations"] for r in (short, long)]
+        )
+    )
+    assert result["reference_self_documents"] == 2 and result["noise_floor"]["rank"] >= 0
