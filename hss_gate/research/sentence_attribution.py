@@ -572,3 +572,64 @@ def localization_report(items: Sequence[Localization], width: int = 90) -> str:
                 f"({row.before:+.3f} -> {row.after:+.3f})  {cut(row.sentence)}"
             )
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+@dataclass
+class SentenceChange:
+    """A document and one perturbation of it, explained at sentence level with the same seed:
+    the instability between the two explanations and, per changed summary sentence, the source
+    sentences whose attribution moved most."""
+
+    original: SentenceAttribution
+    perturbed: SentenceAttribution
+    instability: dict[str, float]
+    changed: list[int]  # base-summary sentences the perturbed summary does not contain
+    localizations: list[Localization]
+    swapped_sentences: list[int]  # source sentences where the perturbation swapped a word
+
+    def report(self) -> str:
+        swapped = ", ".join(str(i + 1) for i in self.swapped_sentences) or "none"
+        head = (
+            f"instability: rank {self.instability['rank']:.3f}, top-k "
+            f"{self.instability['topk']:.3f}, mass {self.instability['mass']:.4f}; "
+            f"swaps in source sentences {swapped}; "
+            f"{len(self.changed)} of {len(self.original.summary_sentences)} summary sentences "
+            "changed\n"
+        )
+        return head + localization_report(self.localizations)
+
+
+def explain_change(
+    scorer: LikelihoodScorer,
+    document: str,
+    perturbed: str,
+    base_summary: str,
+    other_summary: str,
+    settings: SentenceAttributionSettings,
+    top: int = 3,
+) -> SentenceChange:
+    """Explain log p(base summary | x) for the document and its perturbation (one-for-one word
+    swaps: the perturbation keeps the document's sentence slots) with the same settings and
+    seed; `other_summary` is the perturbation's summary (swaps restored, so that only what the
+    model changed counts as changed)."""
+    features = sentence_features(document, settings.max_words)
+    original = explain_sentences(scorer, document, base_summary, settings)
+    moved = explain_sentences(
+        scorer, perturbed, base_summary, settings, word_counts=features.word_counts
+    )
+    changed = changed_summary_sentences(base_summary, other_summary)
+    ends = np.cumsum(features.word_counts)
+    differs = [
+        i
+        for i, (a, b) in enumerate(zip(document.split(), perturbed.split(), strict=True))
+        if a != b
+    ]
+    swapped = sorted({int(np.searchsorted(ends, i, side="right")) for i in differs})
+    return SentenceChange(
+        original,
+        moved,
+        sentence_instability(original, moved, settings.top_k),
+        changed,
+        localize(original, moved, changed, top),
+        swapped,
+    )

@@ -315,3 +315,21 @@ def test_fidelity_against_an_exact_reference_on_an_additive_scorer():
         )
     )
     assert result["reference_self_documents"] == 2 and result["noise_floor"]["rank"] >= 0
+
+
+def test_explain_change_reports_instability_swaps_and_localization():
+    from hss_gate.research.sentence_attribution import explain_change
+
+    base = "The council approved a park. Residents were pleased."
+    change = explain_change(
+        SegmentScorer(),
+        DOC,
+        DOC.replace("new  park.", "new  garden."),
+        base,
+        "The council approved a garden. Residents were pleased.",
+        SentenceAttributionSettings(budget=32),
+    )
+    assert change.swapped_sentences == [1] and change.changed == [0]
+    assert change.localizations[0].moved[0].index == 1
+    text = change.report()
+    assert "swaps in source sentences 2;" in text and "1 of 2 summary sentences changed" in text
