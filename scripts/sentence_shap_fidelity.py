@@ -1,8 +1,8 @@
 """Fidelity of budgeted sentence-level attribution against a 10x-budget reference (issue 26).
 
     python scripts/sentence_shap_fidelity.py [--documents 10] [--per-sentence 4,2,1]
-        [--reference-factor 10] [--methods kernel,permutation,lime] [--self-documents 10]
-        [--max-sentences 0] [--model gguf:smollm2-135m-instruct] [--out fidelity.json]
+        [--reference-factor 10] [--methods permutation,kernel,lime] [--self-documents 10]
+        [--max-sentences 0] [--skip 0] [--model gguf:smollm2-135m-instruct] [--out fidelity.json]
 
 The first N reference documents (with at most --max-sentences sentences if given) are
 summarized by MODEL (its base summary, as `hss experiment` explains it); each summary's
@@ -36,9 +36,10 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=10)
     parser.add_argument("--per-sentence", default="4,2,1")
     parser.add_argument("--reference-factor", type=float, default=10.0)
-    parser.add_argument("--methods", default="kernel")
+    parser.add_argument("--methods", default="permutation,kernel", help="the first: headline")
     parser.add_argument("--self-documents", type=int, default=10)
     parser.add_argument("--max-sentences", type=int, default=0, help="0 = any length")
+    parser.add_argument("--skip", type=int, default=0, help="documents skipped (after the filter)")
     parser.add_argument("--model", default="gguf:smollm2-135m-instruct")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--out", default="outputs/sentence_shap_fidelity.json")
@@ -51,7 +52,7 @@ def main() -> None:
         d
         for d in load_corpus(settings.run.corpus)
         if not args.max_sentences or sentence_features(d.text).n <= args.max_sentences
-    ][: args.documents]
+    ][args.skip : args.skip + args.documents]
     started = time.perf_counter()
     summaries = load_summarizer(args.model, settings).summarize([d.text for d in docs])
     print(f"{len(docs)} base summaries: {time.perf_counter() - started:.0f} s", flush=True)

@@ -65,6 +65,7 @@ class BenchPlan:
     sentence_shap_reference_factor: float = 10.0
     sentence_shap_self_documents: int = 10
     sentence_shap_max_sentences: int = 0
+    sentence_shap_methods: list[str] = field(default_factory=lambda: ["permutation", "kernel"])
 
 
 QUICK = BenchPlan(
@@ -78,6 +79,7 @@ QUICK = BenchPlan(
     sentence_shap_per_sentence=[2.0],
     sentence_shap_self_documents=0,
     sentence_shap_max_sentences=12,
+    sentence_shap_methods=["permutation"],
 )
 FULL = BenchPlan(
     other_models=["gguf:qwen2.5-coder-0.5b-instruct"],
@@ -434,11 +436,12 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
 
 def sentence_shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     """Sentence-level attribution's fidelity (sentence_fidelity.measure_fidelity): on the first
-    `documents` documents (with at most `max_sentences` sentences, 0 = any), Kernel SHAP at each
-    budget against a reference at `reference_factor` x the largest one (its own seed, no shared
-    evaluation), the reference's seed-to-seed Spearman on the first `self_documents`, the
-    noise floor of instability, seconds per document. Skipped for models without token
-    probabilities."""
+    `documents` documents (with at most `max_sentences` sentences, 0 = any), each of `methods`
+    (the first is the headline; it alone runs at every budget) against a Kernel SHAP reference
+    at `reference_factor` x the largest budget (its own seed, no shared evaluation; exact
+    Shapley values when 2^M fits), the reference's seed-to-seed Spearman on the first
+    `self_documents`, the noise floor of instability, seconds per document. Skipped for models
+    without token probabilities."""
     from hss_gate.errors import ModelError
     from hss_gate.inputs import load_corpus
     from hss_gate.progress import PREFIX
@@ -467,7 +470,7 @@ def sentence_shap_stage(config: dict[str, Any]) -> dict[str, Any]:
         [(d.doc_id, d.text, s) for d, s in zip(docs, summaries, strict=True)],
         config.get("per_sentence", [2.0]),
         config.get("reference_factor", 10.0),
-        ["kernel"],
+        config.get("methods", ["permutation"]),
         config.get("self_documents", 0),
         settings.perturb.seed,
         settings.generate.max_input_words,

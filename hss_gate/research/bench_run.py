@@ -194,6 +194,7 @@ def run_bench(
             "reference_factor": plan.sentence_shap_reference_factor,
             "self_documents": plan.sentence_shap_self_documents,
             "max_sentences": plan.sentence_shap_max_sentences,
+            "methods": plan.sentence_shap_methods,
         },
         {},
     )
@@ -430,6 +431,8 @@ def sentence_shap_lines(result: dict[str, Any] | None) -> list[str]:
     if result is None:
         return []
     name = "sentence SHAP vs 10x reference"
+    method = result.get("settings", {}).get("methods", ["permutation"])[0]
+    name += f" ({method})"
     if "skipped" in result:
         return [f"| {name} | not measured ({result['skipped']}) | >= 0.9 | - |"]
     docs = f"{result['documents']} documents"

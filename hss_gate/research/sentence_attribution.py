@@ -47,7 +47,11 @@ Game = Callable[[np.ndarray], np.ndarray]  # masks (n, M) bool -> values (n, S),
 class SentenceAttributionSettings(BaseModel):
     """Budget and choices of one sentence-level explanation."""
 
-    method: Method = "kernel"
+    method: Method = Field(
+        "permutation",
+        description="permutation: the best Spearman per evaluation at 2 x M evaluations "
+        "(docs/ATTRIBUTION.md section 7)",
+    )
     budget: int = Field(64, ge=2, description="distinct model evaluations (incl. empty, full)")
     seed: int = 0
     batch_size: int = Field(32, ge=1, description="masked documents per scorer call")

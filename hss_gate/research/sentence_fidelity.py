@@ -185,7 +185,7 @@ def measure_fidelity(
             say,
         )
         rows.append({"doc_id": doc_id} | row)
-    return summarize_fidelity(rows) | {
+    return summarize_fidelity(rows, methods[0]) | {
         "settings": {
             "per_sentence": list(per_sentence),
             "reference_factor": reference_factor,

@@ -223,7 +223,7 @@ def test_sentence_shap_rows_show_fidelity_against_the_reference():
         }
     )
     assert rows[0] == (
-        "| sentence SHAP vs 10x reference: Spearman median, 10 documents (reference "
+        "| sentence SHAP vs 10x reference (permutation): Spearman median, 10 documents (reference "
         "self-Spearman not measured) | 0.930 | >= 0.9 | yes |"
     )
     assert rows[1].endswith("| 0.810 | >= 0.9 | no |")
