@@ -1,6 +1,6 @@
 """Fidelity of budgeted sentence-level attribution against a 10x-budget reference (issue 26).
 
-    python scripts/sentence_shap_fidelity.py [--documents 10] [--per-sentence 4,2,1]
+    python scripts/sentence_shap_fidelity.py [--documents 10] [--per-sentence 2,1,4]
         [--reference-factor 10] [--methods permutation,kernel,lime] [--self-documents 10]
         [--max-sentences 0] [--skip 0] [--model gguf:smollm2-135m-instruct] [--out fidelity.json]
 
@@ -34,7 +34,7 @@ from hss_gate.summarizers import load_summarizer
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--documents", type=int, default=10)
-    parser.add_argument("--per-sentence", default="4,2,1")
+    parser.add_argument("--per-sentence", default="2,1,4")
     parser.add_argument("--reference-factor", type=float, default=10.0)
     parser.add_argument("--methods", default="permutation,kernel", help="the first: headline")
     parser.add_argument("--self-documents", type=int, default=10)
