@@ -147,13 +147,43 @@ class HfLikelihoodScorer:
         return [list(ids) for ids in enc["input_ids"]]
 
     def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        return self._grouped(documents, summary, None)[:, 0]
+
+    def loglik_segments(
+        self, documents: Sequence[str], summary: str, segments: Sequence[str]
+    ) -> np.ndarray:
+        """Per summary segment (consecutive sentences of the summary, whitespace-normalized
+        allowed), the sum of its tokens' log-probabilities, shape (n, len(segments)); a token
+        belongs to the segment its last character falls in. Rows sum to `loglik`."""
+        _, tok = self._parts()
+        if self._summarizer.is_seq2seq:
+            enc = tok(text_target=summary, return_offsets_mapping=True)
+        else:
+            enc = tok(summary, add_special_tokens=False, return_offsets_mapping=True)
+        starts = segment_starts(summary, segments)
+        owner = [
+            max(0, bisect.bisect_right(starts, max(b - 1, a)) - 1) for a, b in enc["offset_mapping"]
+        ]
+        return self._grouped(documents, summary, (owner, len(segments)))
+
+    def _grouped(
+        self, documents: Sequence[str], summary: str, groups: tuple[list[int], int] | None
+    ) -> np.ndarray:
+        """Summed summary-token log-probabilities per document, one column per group."""
         import torch
 
         model, tok = self._parts()
-        out = np.zeros(len(documents), dtype=np.float64)
+        width = 1 if groups is None else groups[1]
+        out = np.zeros((len(documents), width), dtype=np.float64)
         target = self._summary_ids(summary)
         special = set(tok.all_special_ids)
         counted = np.array([t not in special for t in target], dtype=bool)
+        onehot = np.zeros((len(target), width))
+        if groups is None:
+            onehot[:, 0] = 1.0
+        else:
+            onehot[np.arange(len(target)), groups[0][: len(target)]] = 1.0
+        onehot[~counted] = 0.0
         if not documents or not counted.any():
             return out
         if target != self._anchor_target:
@@ -171,7 +201,10 @@ class HfLikelihoodScorer:
                 else:
                     logp = self._causal_logprobs(model, prompts, target)
                     self.tokens_computed += sum(len(p) + len(target) for p in prompts)
-            out[start : start + len(batch)] = logp[:, counted].sum(axis=1)
+            if groups is None:  # the plain sum, exactly as before segments existed
+                out[start : start + len(batch), 0] = logp[:, counted].sum(axis=1)
+            else:
+                out[start : start + len(batch)] = np.asarray(logp, dtype=np.float64) @ onehot
             self.evaluations += len(batch)
         return out
 
@@ -313,6 +346,23 @@ class HfLikelihoodScorer:
             if w >= 0:
                 scores[w] += float(weights[i])
         return scores
+
+
+def segment_starts(summary: str, segments: Sequence[str]) -> list[int]:
+    """Character offset in `summary` where each segment starts; segments are consecutive
+    pieces of it whose words are the summary's words in order (whitespace may differ)."""
+    import re
+
+    words = [m.start() for m in re.finditer(r"\S+", summary)]
+    starts, index = [], 0
+    for segment in segments:
+        if index >= len(words):
+            raise ValueError("the segments have more words than the summary")
+        starts.append(words[index])
+        index += len(segment.split())
+    if index != len(words):
+        raise ValueError(f"the segments cover {index} of the summary's {len(words)} words")
+    return starts
 
 
 def gguf_transformers_scorer(

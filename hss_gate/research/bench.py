@@ -57,10 +57,29 @@ class BenchPlan:
     gate_full: bool = False  # also every document, without sequential stopping
     quickstart: bool = True
     checker_documents: int = 48  # (document, production base summary) pairs the checker times
+    # sentence-level attribution's fidelity (hss_gate.research.sentence_fidelity): documents,
+    # budgets per sentence (the first is the main one), the reference's factor, the documents
+    # whose reference is run twice, the longest document taken (0 = any)
+    sentence_shap_documents: int = 10
+    sentence_shap_per_sentence: list[float] = field(default_factory=lambda: [2.0, 1.0, 4.0])
+    sentence_shap_reference_factor: float = 10.0
+    sentence_shap_self_documents: int = 10
+    sentence_shap_max_sentences: int = 0
+    sentence_shap_methods: list[str] = field(default_factory=lambda: ["permutation", "kernel"])
 
 
 QUICK = BenchPlan(
-    documents=2, sample=1, scale_documents=[1], scale_k=[2], shap_documents=1, dask=False
+    documents=2,
+    sample=1,
+    scale_documents=[1],
+    scale_k=[2],
+    shap_documents=1,
+    dask=False,
+    sentence_shap_documents=1,
+    sentence_shap_per_sentence=[2.0],
+    sentence_shap_self_documents=0,
+    sentence_shap_max_sentences=12,
+    sentence_shap_methods=["permutation"],
 )
 FULL = BenchPlan(
     other_models=["gguf:qwen2.5-coder-0.5b-instruct"],
@@ -415,6 +434,51 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def sentence_shap_stage(config: dict[str, Any]) -> dict[str, Any]:
+    """Sentence-level attribution's fidelity (sentence_fidelity.measure_fidelity): on the first
+    `documents` documents (with at most `max_sentences` sentences, 0 = any), each of `methods`
+    (the first is the headline; it alone runs at every budget) against a Kernel SHAP reference
+    at `reference_factor` x the largest budget (its own seed, no shared evaluation; exact
+    Shapley values when 2^M fits), the reference's seed-to-seed Spearman on the first
+    `self_documents`, the noise floor of instability, seconds per document. Skipped for models
+    without token probabilities."""
+    from hss_gate.errors import ModelError
+    from hss_gate.inputs import load_corpus
+    from hss_gate.progress import PREFIX
+    from hss_gate.research.likelihood import load_scorer
+    from hss_gate.research.sentence_attribution import sentence_features
+    from hss_gate.research.sentence_fidelity import measure_fidelity
+    from hss_gate.summarizers import load_summarizer
+
+    settings = _stage_settings(config)
+    exp = settings.experiment
+    try:
+        scorer = load_scorer(
+            config["model"], settings, exp.attribution_backend, exp.attribution_dtype
+        )
+    except ModelError as exc:
+        return {"skipped": str(exc)}
+    longest = config.get("max_sentences", 0)
+    docs = [
+        d
+        for d in load_corpus(config["corpus"])
+        if not longest or sentence_features(d.text).n <= longest
+    ][: config.get("documents", 1)]
+    summaries = load_summarizer(config["model"], settings).summarize([d.text for d in docs])
+    result = measure_fidelity(
+        scorer,
+        [(d.doc_id, d.text, s) for d, s in zip(docs, summaries, strict=True)],
+        config.get("per_sentence", [2.0]),
+        config.get("reference_factor", 10.0),
+        config.get("methods", ["permutation"]),
+        config.get("self_documents", 0),
+        settings.perturb.seed,
+        settings.generate.max_input_words,
+        say=lambda line: print(f"{PREFIX} sentence_shap {line.strip()}", flush=True),
+    )
+    return {"model": config["model"], "max_sentences": longest, **result}
+
+
 def checker_pairs(summaries: Path, documents: Sequence[Any], n: int) -> list[tuple[str, str, str]]:
     """(doc_id, source, summary) of the first n documents (0 = all) that have a stored base
     summary (strength "base"; the first one per document), in corpus order."""
@@ -503,6 +567,7 @@ STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "floor": floor_stage,
     "naive": naive_stage,
     "shap": shap_stage,
+    "sentence_shap": sentence_shap_stage,
     "checker": checker_stage,
 }
 

@@ -184,6 +184,20 @@ def run_bench(
         {"corpus": str(run.corpus_of(plan.shap_documents)), "shap_documents": plan.shap_documents},
         {},
     )
+    sentence_shap = run.stage(
+        "sentence_shap",
+        "sentence_shap",
+        {
+            "corpus": str(run.corpus_of(0)),
+            "documents": plan.sentence_shap_documents,
+            "per_sentence": plan.sentence_shap_per_sentence,
+            "reference_factor": plan.sentence_shap_reference_factor,
+            "self_documents": plan.sentence_shap_self_documents,
+            "max_sentences": plan.sentence_shap_max_sentences,
+            "methods": plan.sentence_shap_methods,
+        },
+        {},
+    )
     checker = run.stage("checker", "checker", {"documents": plan.checker_documents}, {})
     if "skipped" in checker.result:
         say(f"checker: {checker.result['skipped']}: not measured")
@@ -249,6 +263,7 @@ def run_bench(
         },
         "dask_s": {str(w): s for w, s in dask.items()},
         "shap": shap.result,
+        "sentence_shap": sentence_shap.result,
         "naive_hss": naive.result["hss"],
         "gate_estimate": gate_estimate(cold, n_main, others, n_sample),
         "gate_cold_s": gates[plan.gate_candidates[0]]["sequential"]["seconds"] if gates else None,
@@ -371,6 +386,7 @@ def markdown(bench: dict[str, Any]) -> str:
                 f"| {run['seconds']:.0f} s | <= {target} s | "
                 f"{'yes' if run['seconds'] <= target else 'no'} |"
             )
+    lines += sentence_shap_lines(bench.get("sentence_shap"))
     lines += checker_lines(bench.get("checker"))
     if bench.get("quickstart_s") is not None:
         met = bench["quickstart_s"] <= 300
@@ -405,4 +421,31 @@ def checker_lines(checker: dict[str, Any] | None) -> list[str]:
         f"{checker['mean_source_words']:.0f}-word sources (load {checker['load_s']:.1f} s, "
         f"cold {cold}, warm {checker['warm_s_per_pair']:.3f} s) "
         f"| {amortized:.3f} s | <= {target:g} s | {'yes' if amortized <= target else 'no'} |"
+    ]
+
+
+def sentence_shap_lines(result: dict[str, Any] | None) -> list[str]:
+    """Sentence-level Kernel SHAP against its 10x reference (median and worst Spearman, the
+    evaluation fraction, seconds per document) as rows of the ratio table (none for a
+    bench.json from before the step existed)."""
+    if result is None:
+        return []
+    name = "sentence SHAP vs 10x reference"
+    method = result.get("settings", {}).get("methods", ["permutation"])[0]
+    name += f" ({method})"
+    if "skipped" in result:
+        return [f"| {name} | not measured ({result['skipped']}) | >= 0.9 | - |"]
+    docs = f"{result['documents']} documents"
+    self_rho = result.get("reference_self_spearman")
+    self_text = "not measured" if self_rho is None else f"{self_rho:.3f}"
+    fraction, seconds = result["eval_fraction"], result["seconds_per_document"]
+    median, worst = result["spearman_median"], result["spearman_worst"]
+    return [
+        f"| {name}: Spearman median, {docs} (reference self-Spearman {self_text}) "
+        f"| {median:.3f} | >= 0.9 | {'yes' if median >= 0.9 else 'no'} |",
+        f"| {name}: Spearman worst | {worst:.3f} | >= 0.9 | {'yes' if worst >= 0.9 else 'no'} |",
+        f"| {name}: evaluation fraction | {fraction:.3f} | <= 0.2 "
+        f"| {'yes' if fraction <= 0.2 else 'no'} |",
+        f"| {name}: seconds per document | {seconds:.1f} | <= 30.0 "
+        f"| {'yes' if seconds <= 30 else 'no'} |",
     ]

@@ -281,6 +281,25 @@ def test_batched_loglik_equals_one_at_a_time(fixture: str, request: pytest.Fixtu
     assert batched.evaluations == 3
 
 
+@pytest.mark.parametrize("fixture", ["causal_dir", "seq2seq_dir"])
+def test_segment_logliks_split_the_summary_loglik(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """Per-segment sums (summary sentences, for sentence-level localization) add up to loglik."""
+    model_dir = request.getfixturevalue(fixture)
+    _, summary = _summary(model_dir, DOCS[0])
+    words = summary.split()
+    assert len(words) >= 2
+    half = len(words) // 2
+    segments = [" ".join(words[:half]), " ".join(words[half:])]
+    scorer = load_scorer("hf:" + str(model_dir), _settings(batch_size=2))
+    parts = scorer.loglik_segments(DOCS, summary, segments)
+    assert parts.shape == (3, 2) and np.all(parts < 0)
+    assert np.allclose(parts.sum(axis=1), scorer.loglik(DOCS, summary), atol=1e-6)
+    with pytest.raises(ValueError):
+        scorer.loglik_segments(DOCS, summary, segments[:1])
+
+
 def test_prefix_reuse_equals_full_forward_and_computes_fewer_tokens(causal_dir: Path) -> None:
     """Masked documents reuse the unmasked prompt's cache up to their first masked word."""
     _, summary = _summary(causal_dir, DOCS[0])

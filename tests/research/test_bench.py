@@ -16,7 +16,7 @@ from hss_gate.research.bench import (
     run_timed,
     time_checker,
 )
-from hss_gate.research.bench_run import checker_lines, markdown
+from hss_gate.research.bench_run import checker_lines, markdown, sentence_shap_lines
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]
@@ -208,3 +208,24 @@ def test_checker_stage_is_skipped_without_stored_summaries(tmp_path):
     assert got["model"] == "invented-sbert"
     assert "absent.jsonl: no stored production summaries" in got["skipped"]
     assert not (tmp_path / "cache").exists()  # nothing was built or cached
+
+
+def test_sentence_shap_rows_show_fidelity_against_the_reference():
+    assert sentence_shap_lines(None) == []
+    rows = sentence_shap_lines(
+        {
+            "documents": 10,
+            "spearman_median": 0.93,
+            "spearman_worst": 0.81,
+            "reference_self_spearman": None,
+            "eval_fraction": 0.1,
+            "seconds_per_document": 42.0,
+        }
+    )
+    assert rows[0] == (
+        "| sentence SHAP vs 10x reference (permutation): Spearman median, 10 documents (reference "
+        "self-Spearman not measured) | 0.930 | >= 0.9 | yes |"
+    )
+    assert rows[1].endswith("| 0.810 | >= 0.9 | no |")
+    assert rows[2].endswith("| 0.100 | <= 0.2 | yes |")
+    assert rows[3].endswith("| 42.0 | <= 30.0 | no |")

@@ -48,6 +48,11 @@ def test_bench_writes_the_ratios_the_issue_names(tmp_path):
     )
     # lead-3 has no token probabilities: SHAP is reported as not measured, not invented
     assert bench["shap_eval_fraction"] is None and "skipped" in bench["shap"]
+    assert "skipped" in bench["sentence_shap"]  # the sentence-level step, likewise
+    assert (
+        "| sentence SHAP vs 10x reference (permutation) | not measured"
+        in (out / "bench.md").read_text()
+    )
     # 1 document, K=1, 3 bands: the pipeline generates 4 summaries, the naive one 6
     assert bench["generations"] == {"pipeline": 4, "naive_sample": 6, "pipeline_sample": 4}
     assert bench["floor_same_summaries"]["workers"] == 4
