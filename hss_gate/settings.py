@@ -176,6 +176,12 @@ class GateAttributionSettings(BaseModel):
         description="perturbations explained per document, one per strength band in turn (each "
         "costs one more explanation)",
     )
+    max_words: int | None = Field(
+        None,
+        ge=1,
+        description="explain only the sentences that start within the first W words (the rest "
+        "are kept, not explained): cost ~ their count; None: all the summarizer reads",
+    )
     backend: Literal["transformers", "llama.cpp"] = Field(
         "transformers", description="teacher-forcing engine of GGUF weights"
     )

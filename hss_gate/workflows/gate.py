@@ -558,7 +558,7 @@ def attribute_side(
                 base[doc.doc_id],
                 chosen,
                 config,
-                role.settings.generate.max_input_words,
+                explained_words(role.settings),
                 role.settings.perturb.seed,
             )
             side.documents.append(explained)
@@ -570,6 +570,14 @@ def attribute_side(
     finally:
         cache.close()
     return side
+
+
+def explained_words(settings: HssSettings) -> int:
+    """The words whose sentences are explained: what the summarizer reads, or fewer
+    (gate.attribution.max_words)."""
+    limit = settings.generate.max_input_words
+    cap = settings.gate.attribution.max_words
+    return limit if cap is None else min(limit, cap)
 
 
 def base_summaries(result: ScoreResult) -> dict[str, str]:

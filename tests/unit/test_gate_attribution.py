@@ -251,3 +251,17 @@ def test_the_reports_show_it_beside_hss() -> None:
     both = attribution_record(measured, measured, settings, 4)
     page = decision_html(_decision(both))
     assert "[+0.000, +0.000]" in page
+
+
+def test_max_words_explains_only_the_first_sentences(tmp_path: Path) -> None:
+    from hss_gate.workflows.gate import explained_words
+
+    settings = HssSettings()
+    assert explained_words(settings) == settings.generate.max_input_words
+    gate = settings.gate.model_copy(update={"attribution": GateAttributionSettings(max_words=4)})
+    capped = settings.model_copy(update={"gate": gate})
+    assert explained_words(capped) == 4
+    result = explain_document(
+        OverlapScorer(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], _config(), 4
+    )
+    assert result.sentences == 2 and result.budget == 4  # sentences starting in 4 words
