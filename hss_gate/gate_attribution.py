@@ -205,6 +205,8 @@ class Side:
             "mean": float(np.mean(values)) if values else None,
             "mean_topk": mean("topk"),
             "mean_mass": mean("mass"),
+            # wall time of the documents explained in this run; the first includes loading the
+            # model (the transformers scorer loads on first use)
             "seconds_per_document": (
                 round(float(np.mean([d.seconds for d in fresh])), 2) if fresh else None
             ),
@@ -254,6 +256,10 @@ def attribution_record(
             "budget": f"ceil({settings.per_sentence} x M) evaluations per explanation (M: "
             "explained sentences; permutation spends at least 2(M-1)+2)",
             "perturbations_per_document": settings.perturbations,
+            "max_words": settings.max_words,
+            "explained": "every sentence the summarizer reads"
+            if settings.max_words is None
+            else f"the sentences starting in the first {settings.max_words} words",
             "backend": settings.backend,
             "dtype": settings.dtype,
             "top_k": settings.top_k,
