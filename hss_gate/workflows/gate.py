@@ -638,7 +638,7 @@ def attribute(
     sides = {}
     for role, result in ((run.candidate, look.candidate), (run.production, look.production)):
         side = attribute_side(role, docs, base_summaries(result), perturbed, scorers, say)
-        steps.compute(add_attribution_column, result, side)
+        add_attribution_column(result, side)  # in place: not a task that may copy its inputs
         sides[role.name] = side
     score = run.settings.score
     record = steps.compute(
