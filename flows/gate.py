@@ -45,6 +45,7 @@ def gate_flow(
     override_by: str | None = None,
     override_reason: str | None = None,
     summary_words: int | None = None,
+    attribution: int | None = None,
 ) -> Decision:
     """Promote or block a candidate against production (hss_gate.workflows.gate).
 
@@ -54,7 +55,9 @@ def gate_flow(
     `candidate_config` (YAML: uri, generate), with its own prompt (`candidate_prompt`);
     `junit` also writes the checks as JUnit XML; `override_by` and `override_reason` record a
     person's override of a block, as `hss gate` does; `summary_words` is the length target of
-    the length checks (default: production's stored summaries' median, else the prompt's).
+    the length checks (default: production's stored summaries' median, else the prompt's);
+    `attribution` explains that many documents of both sides with sentence-level SHAP
+    (gate.attribution_documents; None: as configured, default off).
     """
     from hss_gate.decision_report import decision_markdown
     from hss_gate.workflows.gate import GateRequest, override_request, run_gate
@@ -75,7 +78,10 @@ def gate_flow(
     logger = get_run_logger()
     with plain_progress(logger.info) as progress:
         outcome = run_gate(
-            settings_loader(params, {"perturb__k": k, **(overrides or {})}),
+            settings_loader(
+                params,
+                {"perturb__k": k, "gate__attribution_documents": attribution, **(overrides or {})},
+            ),
             request,
             runner=DaskRunner(workers, dask_address, chunk_size),
             steps=PREFECT_STEPS,
@@ -115,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--summary-words", type=int, default=None, help="the length target of the length checks"
     )
+    parser.add_argument(
+        "--attribution", type=int, default=None, help="SHAP instability of N documents, both sides"
+    )
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -136,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             override_by=args.override_by,
             override_reason=args.override_reason,
             summary_words=args.summary_words,
+            attribution=args.attribution,
         )
     except Exception as exc:  # e.g. decision.json could not be written: never exit 0 or 1
         print(f"ERROR (exit 2): {error_message(exc)}", file=sys.stderr)

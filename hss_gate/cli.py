@@ -257,6 +257,13 @@ def gate(
             "default: the median of production's stored summaries, else generate.summary_words"
         ),
     ] = None,
+    attribution: Annotated[
+        int | None,
+        typer.Option(
+            help="explain N documents of both sides with sentence-level SHAP and report the "
+            "attribution instability (gate.attribution_documents; 0: off; costly: README)"
+        ),
+    ] = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide.
@@ -280,7 +287,7 @@ def gate(
     )
     with progress_reporter(console) as progress:
         outcome = run_gate(
-            lambda: _settings(params, k),
+            lambda: _settings(params, k, gate__attribution_documents=attribution),
             request,
             runner=LocalRunner(),
             progress=progress,

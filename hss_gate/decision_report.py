@@ -82,14 +82,36 @@ def _html_table(
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def _signal_rows(signals: Mapping[str, Any], not_measured: str | None = None) -> list[list[str]]:
+def _signal_rows(
+    signals: Mapping[str, Any],
+    not_measured: str | None = None,
+    attribution: Mapping[str, Any] | None = None,
+) -> list[list[str]]:
     rows = [
         [s["label"], _num(s["candidate"]), _num(s["production"]), _diff(s)]
         for s in signals.values()
     ]
     if not_measured:  # said, never shown as a number
         rows.append(["HSS", "not measured", "not measured", not_measured])
+    if attribution:
+        rows.append(_attribution_row(attribution))
     return rows
+
+
+def _attribution_row(record: Mapping[str, Any]) -> list[str]:
+    """SHAP attribution instability beside HSS: each side's mean over its explained documents
+    (or "not measured: why", never a number), the paired difference with its CI."""
+
+    def side(name: str) -> str:
+        s = record[name]
+        if not s.get("measured"):
+            return f"not measured: {s.get('not_measured', '')}"
+        return f"{_num(s.get('mean'))} (n={s.get('documents', 0)})"
+
+    d = record.get("difference")
+    diff = _diff(d) if d else "n/a (needs both sides measured)"
+    label = "attribution instability (rank, sentence SHAP)"
+    return [label, side("candidate"), side("production"), diff]
 
 
 def _result(check: Mapping[str, Any]) -> str:
@@ -197,7 +219,7 @@ def decision_markdown(decision: Decision) -> str:
         ]
         lines += _md_table(
             ["signal", "candidate", "production", "difference [CI]"],
-            _signal_rows(m["signals"], m.get("hss_not_measured")),
+            _signal_rows(m["signals"], m.get("hss_not_measured"), m.get("attribution")),
         )
     if m.get("categories"):
         lines += ["", "<details><summary>HSS by category</summary>", ""]
@@ -255,7 +277,7 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
         parts.append(
             _html_table(
                 ["signal", "candidate", "production", "difference [CI]"],
-                _signal_rows(m["signals"], m.get("hss_not_measured")),
+                _signal_rows(m["signals"], m.get("hss_not_measured"), m.get("attribution")),
             )
         )
     if m.get("categories"):

@@ -72,7 +72,7 @@ DOCUMENT_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
     "base_other_language": "bool",
 }
 OPTIONAL_DOCUMENT_COLUMNS: dict[str, tuple[float | None, float | None]] = {
-    "attribution_instability": (0.0, 1.0),
+    "attribution_instability": (0.0, 2.0),
 }
 PERTURBATION_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
     "doc_id": None,

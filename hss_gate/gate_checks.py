@@ -20,10 +20,11 @@ from hss_gate.summary_checks import FLAG_REASONS, FLAGS
 if TYPE_CHECKING:
     from hss_gate.settings import GateSettings
 
-Kind = Literal["data", "hss", "facts", "output", "summarizes"]
+Kind = Literal["data", "hss", "facts", "output", "summarizes", "attribution"]
 """What a check is about: data quality, HSS (advisory unless gate.hss_blocks), the facts of the
 summaries, their form (cut mid-sentence; advisory unless gate.form_blocks), and whether the
-candidate summarizes at all."""
+candidate summarizes at all; attribution instability (declared only with
+gate.max_attribution_instability set, and then blocking)."""
 
 Test = Literal[
     "column_exists",  # the column is there
@@ -73,7 +74,7 @@ CODES: dict[str, tuple[Kind, Test]] = {
     "hss.mean": ("hss", "mean"),
     "hss.p95": ("hss", "quantile"),
     "hss.share_above_severity": ("hss", "between"),
-    "hss.attribution_instability": ("hss", "mean"),
+    "hss.attribution_instability": ("attribution", "mean"),
     "hss.category_delta": ("hss", "max"),
 }
 """Every check code, with its kind and how it is tested. A code is stable: reports, JUnit and

@@ -512,3 +512,27 @@ class GgufLikelihoodScorer:
         fresh = dict(zip(todo, values, strict=True))
         out = [fresh[d] if d in fresh else self._known[(d, summary)] for d in documents]
         return np.asarray(out, dtype=np.float64)
+
+
+def likelihood_scorer(
+    uri: str,
+    settings: GenerateSettings,
+    models_dir: str,
+    backend: str = "llama.cpp",
+    dtype: str = "float32",
+) -> LikelihoodScorer:
+    """The teacher-forced scorer of a summarizer's model URI (gguf: through llama.cpp or
+    transformers, hf:), with the prompt settings it generates with; ModelError for a model
+    without token probabilities (stored summaries, openai:, extractive)."""
+    scheme, _, target = uri.partition(":")
+    if scheme == "gguf" and target and backend == "transformers":
+        return gguf_transformers_scorer(target, settings, models_dir, dtype=dtype)
+    if scheme == "gguf" and target:
+        return GgufLikelihoodScorer(target, settings, models_dir)
+    if scheme == "hf" and target:
+        return HfLikelihoodScorer(target, settings, dtype=dtype)
+    raise ModelError(
+        f"no teacher-forced likelihood for '{scheme}:' models: attribution needs a gguf: or hf: "
+        "model (stored summaries, extractive and openai: summarizers expose no token "
+        "probabilities)"
+    )

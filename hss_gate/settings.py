@@ -166,6 +166,42 @@ class ConsistencySettings(BaseModel):
     )
 
 
+class GateAttributionSettings(BaseModel):
+    """The explainer the gate uses for attribution instability (gate.attribution_documents > 0):
+    sentence-level SHAP of the summarizer's teacher-forced log-likelihood of its base summary
+    (hss_gate.research.sentence_attribution; docs/ATTRIBUTION.md section 7)."""
+
+    method: Literal["permutation", "kernel"] = Field(
+        "permutation", description="permutation: the measured default (Spearman >= 0.94 at 2 x M)"
+    )
+    per_sentence: float = Field(
+        2.0,
+        gt=0.0,
+        description="budget: evaluations per explained sentence (permutation spends at least "
+        "2(M-1)+2)",
+    )
+    perturbations: int = Field(
+        1,
+        ge=1,
+        description="perturbations explained per document, one per strength band in turn (each "
+        "costs one more explanation)",
+    )
+    max_words: int | None = Field(
+        None,
+        ge=1,
+        description="explain only the sentences that start within the first W words (the rest "
+        "are kept, not explained): cost ~ their count; None: all the summarizer reads",
+    )
+    backend: Literal["transformers", "llama.cpp"] = Field(
+        "transformers", description="teacher-forcing engine of GGUF weights"
+    )
+    dtype: Literal["float32", "bfloat16"] = Field(
+        "bfloat16", description="precision of the transformers scorer"
+    )
+    batch_size: int = Field(8, ge=1, description="masked documents per scorer call")
+    top_k: int = Field(3, ge=1, description="k of the top-k instability (sentences)")
+
+
 class GateSettings(BaseModel):
     """Promotion thresholds (the Great Expectations suites are built from these)."""
 
@@ -199,8 +235,19 @@ class GateSettings(BaseModel):
         0.5, ge=0.0, le=1.0, description="max share of base summaries that end mid-sentence"
     )
     max_attribution_instability: float | None = Field(
-        None, ge=0.0, le=1.0, description="used when the score table has attribution instability"
+        None,
+        ge=0.0,
+        le=2.0,
+        description="blocks when the candidate's mean attribution instability (rank: 1 - "
+        "Spearman, 0-2) exceeds it; needs attribution_documents > 0",
     )
+    attribution_documents: int = Field(
+        0,
+        ge=0,
+        description="explain the first N documents of the deciding look, both sides (0: off; "
+        "each costs (1 + attribution.perturbations) explanations per side)",
+    )
+    attribution: GateAttributionSettings = Field(default_factory=GateAttributionSettings)
     consistency_margin: float = Field(
         0.07,
         ge=0.0,

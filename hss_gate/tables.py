@@ -173,7 +173,8 @@ DOCUMENT_COLUMNS: tuple[Column, ...] = (
     Column(
         "attribution_instability",
         "float",
-        "instability of the summarizer's input attributions under perturbation (0-1)",
+        "rank instability (1 - Spearman, 0-2) of the summarizer's sentence attributions under "
+        "perturbation (gate.attribution_documents; NaN where not explained)",
         "attribution",
         optional=True,
     ),

@@ -18,7 +18,7 @@ from hss_gate.likelihood import (
     GgufLikelihoodScorer,
     HfLikelihoodScorer,
     LikelihoodScorer,
-    gguf_transformers_scorer,
+    likelihood_scorer,
 )
 from hss_gate.settings import HssSettings
 
@@ -107,20 +107,10 @@ def load_scorer(
     forward pass per batch: ~4x faster on CPU, log-probabilities within a few tenths of a nat).
     `dtype` is the transformers weights' precision (float32, or bfloat16 at ~2x the speed).
     """
-    scheme, _, target = uri.partition(":")
-    if scheme == "gguf" and target and gguf_backend == "transformers":
-        return gguf_transformers_scorer(
-            target, settings.generate, settings.run.models_dir, dtype=dtype
-        )
-    if scheme == "gguf" and target:
-        return GgufLikelihoodScorer(target, settings.generate, settings.run.models_dir)
-    if scheme == "hf" and target:
-        return HfLikelihoodScorer(target, settings.generate, dtype=dtype)
-    if scheme == "fake" and target == "overlap":
+    if uri == "fake:overlap":
         return OverlapScorer()
-    raise ModelError(
-        f"no teacher-forced likelihood for '{uri}': attribution needs a gguf: or hf: model "
-        "(extractive and openai: summarizers expose no token probabilities)"
+    return likelihood_scorer(
+        uri, settings.generate, settings.run.models_dir, gguf_backend, dtype=dtype
     )
 
 

@@ -11,6 +11,9 @@
    Docs to OUT/data_docs/), until a look settles (hss_gate.sequential);
 4. `write_runs`, `measure_drift`: each run's tables to OUT/candidate/ and OUT/production/, score
    drift to OUT/drift.html and drift.json;
+   (`attribute`, on request: gate.attribution_documents > 0) the attribution instability of
+   the deciding look's first N documents, both sides (hss_gate.gate_attribution), as a column
+   of each side's documents table and, with gate.max_attribution_instability, a check;
 5. `decide_gate`: the decision (hss_gate.gate.decide) with the looks and how production was
    obtained; a person's override; the documents that moved most;
 6. `write_or_fail_closed`: decision.json, decision.md, decision.html (and JUnit XML).
@@ -33,7 +36,7 @@ import pandas as pd
 
 from hss_gate import __version__, decision_report, report
 from hss_gate.corpus import Document
-from hss_gate.errors import InputError, ReportError, error_message
+from hss_gate.errors import InputError, ModelError, ReportError, error_message
 from hss_gate.gate import (
     Decision,
     apply_override,
@@ -479,6 +482,184 @@ def measure_drift(run: GateRun, look: Look, steps: Steps) -> dict[str, Any]:
     )
 
 
+ScorerLoader = Callable[[str, HssSettings], Any]
+"""Builds the teacher-forced likelihood scorer of a model URI with a role's settings; raises
+ModelError for a model without one (stored summaries, openai:, extractive)."""
+PerturbedTexts = Callable[[Role, Sequence[Document]], dict[str, list[str]]]
+"""A role's perturbed versions of each document: the texts HSS scored."""
+
+
+def load_attribution_scorer(uri: str, settings: HssSettings) -> Any:
+    """The teacher-forced likelihood scorer of a model URI with the role's prompt settings
+    (gate.attribution's engine); ModelError for a model without one."""
+    from hss_gate.likelihood import likelihood_scorer
+
+    if uri.partition(":")[0] == SUMMARIES_SCHEME:
+        raise ModelError("stored summaries: no model, so no likelihood to explain")
+    config = settings.gate.attribution
+    return likelihood_scorer(
+        uri, settings.generate, settings.run.models_dir, config.backend, config.dtype
+    )
+
+
+def gate_perturbations(runner: ModelRunner) -> PerturbedTexts:
+    """The perturbed texts HSS scored (hss_gate.pipeline.make_perturbations, from the cache)."""
+
+    def texts(role: Role, docs: Sequence[Document]) -> dict[str, list[str]]:
+        from hss_gate.cache import Cache
+        from hss_gate.pipeline import make_perturbations
+
+        cache = Cache(role.settings.run.cache_dir)
+        try:
+            made = make_perturbations(docs, role.settings, runner.toolkit(role.settings), cache)
+        finally:
+            cache.close()
+        return {
+            doc_id: [p.text for p in sorted(ps, key=lambda p: p.index)]
+            for doc_id, ps in made.items()
+        }
+
+    return texts
+
+
+def attribute_side(
+    role: Role,
+    docs: Sequence[Document],
+    base: Mapping[str, str],
+    perturbed: PerturbedTexts,
+    scorers: ScorerLoader,
+    say: Say = silent,
+) -> Any:
+    """One side's attribution instability on `docs` (hss_gate.gate_attribution.Side); a model
+    without a likelihood is not measured, with the reason."""
+    from hss_gate.cache import Cache
+    from hss_gate.gate_attribution import Side, explain_cached
+
+    side = Side(redacted_uri(role.uri))
+    started = dt.datetime.now(dt.UTC)
+    try:
+        scorer = scorers(role.uri, role.settings)
+    except ModelError as exc:
+        side.not_measured = error_message(exc)
+        say(f"attribution {role.name}: not measured ({side.not_measured})")
+        return side
+    side.load_seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
+    config = role.settings.gate.attribution
+    texts = perturbed(role, docs)
+    cache = Cache(role.settings.run.cache_dir)
+    try:
+        for doc in docs:
+            chosen = texts.get(doc.doc_id, [])[: config.perturbations]
+            explained = explain_cached(
+                scorer,
+                cache,
+                doc.doc_id,
+                doc.text,
+                base[doc.doc_id],
+                chosen,
+                config,
+                explained_words(role.settings),
+                role.settings.perturb.seed,
+            )
+            side.documents.append(explained)
+            say(
+                f"attribution {role.name} {doc.doc_id}: rank instability {explained.rank:.3f} "
+                f"({explained.sentences} sentences, {explained.evaluations} evaluations, "
+                f"{'cached' if explained.cached else f'{explained.seconds:.1f} s'})"
+            )
+    finally:
+        cache.close()
+    return side
+
+
+def explained_words(settings: HssSettings) -> int:
+    """The words whose sentences are explained: what the summarizer reads, or fewer
+    (gate.attribution.max_words)."""
+    limit = settings.generate.max_input_words
+    cap = settings.gate.attribution.max_words
+    return limit if cap is None else min(limit, cap)
+
+
+def base_summaries(result: ScoreResult) -> dict[str, str]:
+    """doc_id -> the base summary (summaries table, strength "base")."""
+    return {r["doc_id"]: r["summary"] for r in result.summaries if r["strength"] == "base"}
+
+
+def add_attribution_column(result: ScoreResult, side: Any) -> None:
+    """The `attribution_instability` column in a side's documents rows: the explained
+    documents' values, NaN for the others (a side not measured gets no column)."""
+    from hss_gate.gate_attribution import COLUMN
+
+    if side.not_measured is not None:
+        return
+    values = {d.doc_id: d.rank for d in side.documents}
+    for row in result.documents:
+        row[COLUMN] = float(values.get(row["doc_id"], float("nan")))
+
+
+def attribution_checks(
+    candidate: ScoreResult, gate: GateSettings, docs_dir: Path | None
+) -> list[dict[str, Any]]:
+    """The attribution checks on the candidate's explained documents only: the column is
+    there, not null and in range, and its mean at most gate.max_attribution_instability."""
+    from hss_gate.expectations import OPTIONAL_DOCUMENT_COLUMNS, to_expectation
+    from hss_gate.gate_attribution import COLUMN
+    from hss_gate.gate_checks import DOCUMENTS, column_checks, severity_checks
+
+    rows = [r for r in candidate.documents if np.isfinite(r.get(COLUMN, np.nan))]
+    frame = pd.DataFrame({"doc_id": [r["doc_id"] for r in rows], COLUMN: [r[COLUMN] for r in rows]})
+    declared = column_checks(gate, DOCUMENTS, {COLUMN: OPTIONAL_DOCUMENT_COLUMNS[COLUMN]})
+    declared += [c for c in severity_checks(gate, [COLUMN]) if c.column == COLUMN]
+    specs = [to_expectation(c) for c in declared]
+    return validate_tables({DOCUMENTS: frame}, specs, docs_dir)
+
+
+def attribute(
+    run: GateRun,
+    look: Look,
+    perturbed: PerturbedTexts,
+    scorers: ScorerLoader,
+    steps: Steps,
+    say: Say = silent,
+) -> dict[str, Any] | None:
+    """On request (gate.attribution_documents = N > 0): explain the deciding look's first N
+    documents on both sides, add each side's `attribution_instability` column, and check the
+    candidate's mean against gate.max_attribution_instability when it is set (the check joins
+    the look's checks, so it blocks like them). Returns decision.json's metrics.attribution."""
+    from hss_gate.gate_attribution import attribution_record
+
+    gate = run.settings.gate
+    n = gate.attribution_documents
+    if n <= 0:
+        return None
+    by_id = {d.doc_id: d for d in run.docs}
+    docs = [by_id[r["doc_id"]] for r in look.candidate.documents[:n]]
+    say(f"attribution: {len(docs)} document(s) per side, sentence-level SHAP")
+    sides = {}
+    for role, result in ((run.candidate, look.candidate), (run.production, look.production)):
+        side = attribute_side(role, docs, base_summaries(result), perturbed, scorers, say)
+        add_attribution_column(result, side)  # in place: not a task that may copy its inputs
+        sides[role.name] = side
+    score = run.settings.score
+    record = steps.compute(
+        attribution_record,
+        sides["candidate"],
+        sides["production"],
+        gate.attribution,
+        n,
+        resamples=score.bootstrap_resamples,
+        confidence=score.confidence,
+        seed=run.settings.perturb.seed,
+    )
+    if gate.max_attribution_instability is not None:
+        if sides["candidate"].not_measured is None and sides["candidate"].values():
+            look.checks += steps.compute(attribution_checks, look.candidate, gate, None)
+            record["checked"] = True
+        else:
+            record["checked"] = False
+    return record
+
+
 def decide_gate(
     run: GateRun, looks: Looks, drift: Mapping[str, Any] | None, restored: str, steps: Steps
 ) -> Decision:
@@ -525,6 +706,21 @@ def decide_gate(
     return decision
 
 
+def add_attribution(decision: Decision, record: Mapping[str, Any]) -> None:
+    """metrics.attribution and a note beside HSS; a threshold set but not checkable (the
+    candidate not measured) is said."""
+    from hss_gate.gate_attribution import attribution_text
+
+    decision.metrics["attribution"] = dict(record)
+    decision.add_note("attribution.instability", attribution_text(record))
+    if record.get("checked") is False:
+        decision.add_note(
+            "attribution.not_checked",
+            "gate.max_attribution_instability is set but the candidate's attribution "
+            "instability was not measured: not checked",
+        )
+
+
 def gate_steps(
     load_settings: Callable[[], HssSettings],
     request: GateRequest,
@@ -534,14 +730,27 @@ def gate_steps(
     steps: Steps,
     progress: Progress,
     say: Say,
+    scorers: ScorerLoader | None = None,
+    perturbed: PerturbedTexts | None = None,
 ) -> tuple[Decision, list[dict[str, Any]]]:
-    """The gate's steps in order: the decision and the documents that moved most."""
+    """The gate's steps in order: the decision and the documents that moved most. `scorers`
+    and `perturbed` replace the attribution step's model and perturbations (tests)."""
     run = prepare(load_settings, request, where, runner, steps)
     restored = restore_production(run, runner, steps, say)
     looks = score_looks(run, request.full, runner, steps, progress, say)
+    attribution = attribute(
+        run,
+        looks.last,
+        perturbed or gate_perturbations(runner),
+        scorers or load_attribution_scorer,
+        steps,
+        say,
+    )
     write_runs(run, looks, steps)
     drift = measure_drift(run, looks.last, steps)
     decision = decide_gate(run, looks, drift, restored, steps)
+    if attribution is not None:
+        add_attribution(decision, attribution)
     if request.override:
         decision = apply_override(decision, *request.override)
     return decision, steps.compute(moved_most, looks.last.candidate, looks.last.production)
@@ -555,6 +764,8 @@ def run_gate(
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
     say: Say = silent,
+    scorers: ScorerLoader | None = None,
+    perturbed: PerturbedTexts | None = None,
 ) -> Outcome[Decision]:
     """Run the gate's steps in order and write the decision; every error fails closed.
 
@@ -565,7 +776,15 @@ def run_gate(
     error: BaseException | None = None
     try:
         decision, examples = gate_steps(
-            load_settings, request, where, runner=runner, steps=steps, progress=progress, say=say
+            load_settings,
+            request,
+            where,
+            runner=runner,
+            steps=steps,
+            progress=progress,
+            say=say,
+            scorers=scorers,
+            perturbed=perturbed,
         )
     except KeyboardInterrupt as exc:
         error, decision = exc, error_decision("interrupted", **where.context())

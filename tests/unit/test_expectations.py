@@ -212,7 +212,7 @@ def test_optional_columns_add_checks_only_when_present_and_configured():
     gate = GateSettings(max_attribution_instability=0.3)
     both = {s.name: s for s in specs_for(gate, optional_columns=["attribution_instability"])}
     assert both["mean_attribution_instability"].kwargs["max_value"] == 0.3
-    assert both["mean_attribution_instability"].kind == "hss"
+    assert both["mean_attribution_instability"].kind == "attribution"  # blocks when declared
     with pytest.raises(ValueError):
         specs_for(optional_columns=["made_up"])
 

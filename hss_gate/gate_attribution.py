@@ -1,0 +1,294 @@
+"""Attribution instability in the gate (issue 26, item 5): how far the summarizer's explanation
+of its own base summary moves when the document is perturbed, for both sides of a gate.
+
+For a document, its base summary y0 and the gate's own perturbations of it (the ones HSS used),
+the faithful explainer (sentence-level antithetic permutation SHAP of log p(y0 | x),
+hss_gate.research.sentence_attribution; docs/ATTRIBUTION.md section 7) explains the original and
+each explained perturbation with the same seed; per perturbation the rank instability
+(1 - Spearman of the sentence attributions, 0-2), top-k and mass instability; a document's values
+are their means over its perturbations. `attribution_instability` (the documents table's
+column) is the rank instability.
+
+The paired difference candidate - production over the documents both sides explained comes
+with a percentile bootstrap CI of the mean difference (hss_gate.severity.bootstrap_ci). A side
+whose model has no teacher-forced likelihood (stored `summaries:`, `openai:`, extractive) is
+"not measured" with the reason, never 0.
+
+Pure given the scorer: the model, the cache and the perturbations are the caller's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hss_gate.cache import content_key
+from hss_gate.settings import GateAttributionSettings
+from hss_gate.severity import bootstrap_ci
+
+COLUMN = "attribution_instability"
+MEASURE = "rank instability (1 - Spearman) of sentence-level SHAP, original vs perturbed, 0-2"
+ALGORITHM = "gate-attribution-v1"  # bump when what a cached result holds changes
+NAMESPACE = "gate_attribution"
+
+
+@dataclass
+class ExplainedDocument:
+    """One document's attribution instability on one side."""
+
+    doc_id: str
+    rank: float
+    topk: float
+    mass: float
+    perturbations: int  # explained perturbations the means are over
+    sentences: int  # explained sentences (M)
+    budget: int  # evaluations per explanation asked for
+    evaluations: int  # distinct model evaluations spent on the document
+    seconds: float  # wall time of the document (0 when read from the cache)
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def explainer_settings(settings: GateAttributionSettings, sentences: int, max_words: int) -> Any:
+    """The SentenceAttributionSettings of one document of `sentences` explained sentences."""
+    from hss_gate.research.sentence_attribution import SentenceAttributionSettings
+
+    budget = max(2, math.ceil(settings.per_sentence * max(sentences, 1)))
+    return SentenceAttributionSettings(
+        method=settings.method,
+        budget=budget,
+        seed=0,
+        batch_size=settings.batch_size,
+        max_words=max_words,
+        segments=False,
+        top_k=settings.top_k,
+    )
+
+
+def explain_document(
+    scorer: Any,
+    doc_id: str,
+    text: str,
+    base_summary: str,
+    perturbed: Sequence[str],
+    settings: GateAttributionSettings,
+    max_words: int,
+    seed: int = 0,
+) -> ExplainedDocument:
+    """The mean instability between the explanation of `text` and of each perturbed version
+    (one-for-one word swaps: the same sentence slots), the base summary as the target. A
+    perturbation whose words do not align with the original's is skipped (not counted)."""
+    from hss_gate.research.sentence_attribution import (
+        explain_sentences,
+        sentence_features,
+        sentence_instability,
+    )
+
+    started = time.perf_counter()
+    features = sentence_features(text, max_words)
+    explainer = explainer_settings(settings, features.n, max_words).model_copy(
+        update={"seed": seed}
+    )
+    original = explain_sentences(scorer, text, base_summary, explainer)
+    evaluations = original.evaluations
+    found: list[dict[str, float]] = []
+    for version in perturbed:
+        if len(version.split()) != sum(features.word_counts):
+            continue
+        moved = explain_sentences(
+            scorer, version, base_summary, explainer, word_counts=features.word_counts
+        )
+        evaluations += moved.evaluations
+        found.append(sentence_instability(original, moved, settings.top_k))
+
+    def mean(metric: str) -> float:
+        return float(np.mean([f[metric] for f in found])) if found else float("nan")
+
+    return ExplainedDocument(
+        doc_id,
+        mean("rank"),
+        mean("topk"),
+        mean("mass"),
+        len(found),
+        features.n,
+        explainer.budget,
+        evaluations,
+        round(time.perf_counter() - started, 3),
+    )
+
+
+def result_key(
+    fingerprint: str,
+    text: str,
+    base_summary: str,
+    perturbed: Sequence[str],
+    settings: GateAttributionSettings,
+    max_words: int,
+    seed: int,
+) -> str:
+    """The run cache's key of a document's result: the model, the document, its summary, the
+    perturbations explained and the explainer's settings."""
+    return content_key(
+        ALGORITHM,
+        fingerprint,
+        settings.model_dump_json(),
+        f"max_words={max_words}|seed={seed}",
+        text,
+        base_summary,
+        *perturbed,
+    )
+
+
+def explain_cached(
+    scorer: Any,
+    cache: Any,
+    doc_id: str,
+    text: str,
+    base_summary: str,
+    perturbed: Sequence[str],
+    settings: GateAttributionSettings,
+    max_words: int,
+    seed: int = 0,
+) -> ExplainedDocument:
+    """explain_document, its result stored in the run cache (namespace "gate_attribution"):
+    a second gate on the same model, document, perturbations and settings reads it back."""
+    key = result_key(scorer.fingerprint, text, base_summary, perturbed, settings, max_words, seed)
+    if cache is not None:
+        found = cache.get_many(NAMESPACE, [key])
+        if key in found:
+            stored = json.loads(found[key])
+            return ExplainedDocument(**(stored | {"doc_id": doc_id, "cached": True}))
+    result = explain_document(
+        scorer, doc_id, text, base_summary, perturbed, settings, max_words, seed
+    )
+    if cache is not None:
+        cache.put_many(NAMESPACE, {key: json.dumps(result.to_dict()).encode()})
+    return result
+
+
+@dataclass
+class Side:
+    """One side's explained documents, or why it was not measured."""
+
+    model: str
+    documents: list[ExplainedDocument] = field(default_factory=list)
+    not_measured: str | None = None  # the reason, when the model has no likelihood
+    load_seconds: float = 0.0  # building the scorer
+
+    def values(self) -> dict[str, float]:
+        """doc_id -> rank instability (finite values only)."""
+        return {d.doc_id: d.rank for d in self.documents if math.isfinite(d.rank)}
+
+    def record(self) -> dict[str, Any]:
+        if self.not_measured is not None:
+            return {"model": self.model, "measured": False, "not_measured": self.not_measured}
+        fresh = [d for d in self.documents if not d.cached]
+        values = list(self.values().values())
+
+        def mean(metric: str) -> float | None:
+            found = [getattr(d, metric) for d in self.documents]
+            found = [v for v in found if math.isfinite(v)]
+            return float(np.mean(found)) if found else None
+
+        return {
+            "model": self.model,
+            "measured": True,
+            "documents": len(self.documents),
+            "mean": float(np.mean(values)) if values else None,
+            "mean_topk": mean("topk"),
+            "mean_mass": mean("mass"),
+            # wall time of the documents explained in this run; the first includes loading the
+            # model (the transformers scorer loads on first use)
+            "seconds_per_document": (
+                round(float(np.mean([d.seconds for d in fresh])), 2) if fresh else None
+            ),
+            "evaluations_per_document": (
+                float(np.mean([d.evaluations for d in self.documents])) if self.documents else None
+            ),
+            "from_cache": len(self.documents) - len(fresh),
+            "scorer_load_seconds": round(self.load_seconds, 2),
+            "per_document": [d.to_dict() for d in self.documents],
+        }
+
+
+def attribution_record(
+    candidate: Side,
+    production: Side,
+    settings: GateAttributionSettings,
+    requested: int,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """decision.json's `metrics.attribution`: each side's mean instability, the paired
+    difference candidate - production with its bootstrap CI (None when a side is not measured
+    or no document has both), the explainer and its budget."""
+    a, b = candidate.values(), production.values()
+    paired = [d for d in a if d in b]
+    difference: dict[str, Any] | None = None
+    if paired:
+        diffs = [a[d] - b[d] for d in paired]
+        low, high = bootstrap_ci(diffs, resamples=resamples, level=confidence, seed=seed)
+        difference = {
+            "documents": len(paired),
+            "difference": float(np.mean(diffs)),
+            "ci_low": low,
+            "ci_high": high,
+            "confidence": confidence,
+            "method": "percentile bootstrap of the mean paired difference",
+        }
+    return {
+        "requested_documents": requested,
+        "measure": MEASURE,
+        "column": COLUMN,
+        "explainer": {
+            "method": f"sentence-level {settings.method} SHAP of log p(base summary | document)",
+            "per_sentence": settings.per_sentence,
+            "budget": f"ceil({settings.per_sentence} x M) evaluations per explanation (M: "
+            "explained sentences; permutation spends at least 2(M-1)+2)",
+            "perturbations_per_document": settings.perturbations,
+            "max_words": settings.max_words,
+            "explained": "every sentence the summarizer reads"
+            if settings.max_words is None
+            else f"the sentences starting in the first {settings.max_words} words",
+            "backend": settings.backend,
+            "dtype": settings.dtype,
+            "top_k": settings.top_k,
+        },
+        "candidate": candidate.record(),
+        "production": production.record(),
+        "difference": difference,
+        "restored_with_baseline": False,
+    }
+
+
+def attribution_text(record: Mapping[str, Any]) -> str:
+    """One line for decision.md's notes."""
+
+    def side(name: str) -> str:
+        s = record[name]
+        if not s.get("measured"):
+            return f"{name} not measured ({s['not_measured']})"
+        mean = s.get("mean")
+        shown = "n/a" if mean is None else f"{mean:.3f}"
+        return f"{name} {shown} on {s['documents']} document(s)"
+
+    text = (
+        f"attribution instability (rank, sentence SHAP): {side('candidate')}, {side('production')}"
+    )
+    d = record.get("difference")
+    if d is not None:
+        text += (
+            f"; difference {d['difference']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] "
+            f"over {d['documents']} paired document(s)"
+        )
+    return text
