@@ -36,7 +36,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -47,7 +46,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, component_unavailable, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -74,19 +73,6 @@ FLOAT_RTOL = 1e-6
 one chunk's summaries is padded differently from a batch of all documents' summaries, so the
 float32 embeddings (and the unrounded statistics over them, e.g. decision.json's
 signals.hss_raw) differ around the 8th digit, while every table is byte-identical."""
-
-
-def unavailable(message: str) -> None:
-    """Skip outside CI; under CI=true a component that cannot start fails the test."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def base_env() -> dict[str, str]:
@@ -178,16 +164,18 @@ def wait_for(what: str, ready, proc: subprocess.Popen, procs: Processes, name: s
         if value:
             return value
         if proc.poll() is not None:
-            unavailable(f"{what} exited with {proc.returncode} on start:\n{procs.log(name)}")
+            component_unavailable(
+                f"{what} exited with {proc.returncode} on start:\n{procs.log(name)}"
+            )
         time.sleep(0.3)
-    unavailable(f"{what} did not start within {START_TIMEOUT_S} s:\n{procs.log(name)}")
+    component_unavailable(f"{what} did not start within {START_TIMEOUT_S} s:\n{procs.log(name)}")
 
 
 def start_prefect_server(procs: Processes, root: Path) -> str:
     """`prefect server start` on a free port, SQLite in root/home, no UI; its API URL."""
     prefect = BIN / "prefect"
     if not os.access(prefect, os.X_OK):
-        unavailable(f"{prefect} not found: prefect is not installed in this environment")
+        component_unavailable(f"{prefect} not found: prefect is not installed in this environment")
     port = free_port()
     env = base_env() | {"PREFECT_HOME": str(root / "home"), "PREFECT_UI_ENABLED": "false"}
     argv = [str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)]
@@ -231,7 +219,7 @@ class Cluster:
 
     def start(self, workers: int = 2) -> None:
         if not os.access(BIN / "dask", os.X_OK):
-            unavailable(f"{BIN / 'dask'} not found: distributed is not installed here")
+            component_unavailable(f"{BIN / 'dask'} not found: distributed is not installed here")
         argv = [
             *(str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0"),
             *("--no-dashboard", "--scheduler-file", str(self.scheduler_file)),
@@ -266,7 +254,9 @@ class Cluster:
                 client.wait_for_workers(n, timeout=START_TIMEOUT_S)
             except TimeoutError:
                 logs = "\n".join(self.procs.log(name) for name in self.procs.procs)
-                unavailable(f"{n} dask workers did not join in {START_TIMEOUT_S} s:\n{logs}")
+                component_unavailable(
+                    f"{n} dask workers did not join in {START_TIMEOUT_S} s:\n{logs}"
+                )
 
     def stop(self) -> list[str]:
         return self.procs.stop()

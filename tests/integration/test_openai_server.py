@@ -28,7 +28,7 @@ from hss_gate.cli import app
 from hss_gate.inputs import load_corpus
 from hss_gate.settings import GenerateSettings, load_settings
 from hss_gate.stored_run import load_stored_run
-from tests.conftest import REPO
+from tests.conftest import REPO, component_unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -36,13 +36,6 @@ pytestmark = pytest.mark.slow
 # production keeps its own settings, so its summaries are restored from the baseline
 MAX_NEW_TOKENS = 48
 START_TIMEOUT_S = 120.0
-
-
-def unavailable(reason: str) -> None:
-    """Skip outside CI; fail under CI=true, where the server must start."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"the OpenAI-compatible server is needed under CI=true: {reason}")
-    pytest.skip(reason)
 
 
 def first_line(proc: subprocess.Popen[str], timeout: float) -> str:
@@ -60,7 +53,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     at the end of the module, whatever the tests did."""
     for name in ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct"):
         if not model_store.is_installed(model_store.resolve_name(name)):
-            unavailable(f"{name} is not installed (hss models install)")
+            component_unavailable(f"{name} is not installed (hss models install)")
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     command = [sys.executable, "scripts/serve_gguf.py", "smollm2", "--parallel", "1"]
     with log.open("w") as err:
@@ -73,7 +66,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             url = json.loads(line)["url"]
         except (ValueError, KeyError):
             lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
-            unavailable(f"llama.cpp server did not start: {' | '.join(lines[-2:]) or line}")
+            component_unavailable(
+                f"llama.cpp server did not start: {' | '.join(lines[-2:]) or line}"
+            )
         _wait_healthy(url, proc)
         yield url
     finally:
@@ -104,7 +99,9 @@ def _wait_healthy(url: str, proc: subprocess.Popen[str]) -> None:
         except httpx.TransportError:
             pass
         time.sleep(0.2)
-    unavailable(f"llama.cpp server at {url} never became healthy (exit code {proc.poll()})")
+    component_unavailable(
+        f"llama.cpp server at {url} never became healthy (exit code {proc.poll()})"
+    )
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,25 +27,13 @@ import pytest
 import yaml
 
 from hss_gate.inputs import load_corpus
-from tests.conftest import CORPUS, REPO
+from tests.conftest import CORPUS, REPO, component_unavailable, free_port
 
 pytestmark = pytest.mark.integration
 
 DOC_IDS = ("business-simple-01", "finance-simple-01", "health-simple-01")
 STARTUP_S = 180
 RUN_TIMEOUT_S = 900
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI: {reason}")
-    pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _prefect(*args: str, env: dict[str, str], timeout: float = 300) -> str:
@@ -98,14 +85,18 @@ def _wait_healthy(api: str, process: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + STARTUP_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            _unavailable(f"prefect server exited {process.returncode}: {log.read_text()[-2000:]}")
+            component_unavailable(
+                f"prefect server exited {process.returncode}: {log.read_text()[-2000:]}"
+            )
         try:
             if httpx.get(f"{api}/health", timeout=5).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(1)
-    _unavailable(f"prefect server not healthy after {STARTUP_S} s: {log.read_text()[-2000:]}")
+    component_unavailable(
+        f"prefect server not healthy after {STARTUP_S} s: {log.read_text()[-2000:]}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +104,7 @@ def server(tmp_path_factory) -> Iterator[dict[str, str]]:
     """A Prefect server, the work pool, the deployments of prefect.yaml and a process worker;
     yields the environment that points at them."""
     root = tmp_path_factory.mktemp("prefect-server")
-    port = _free_port()
+    port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")} | {
         "PREFECT_HOME": str(root / "home"),
