@@ -46,6 +46,7 @@ class OpenAISummarizer:
         self.fingerprint = f"openai:{self.base_url}:{self.model}:{generation_key(settings)}"
         self._client: httpx.Client | None = None
         self._opening = threading.Lock()
+        self._gave_up: ModelError | None = None  # the endpoint did not answer: fail fast
 
     def _http(self) -> httpx.Client:
         """The connection pool every request shares (httpx.Client is thread-safe), opened on
@@ -57,9 +58,10 @@ class OpenAISummarizer:
             return self._client
 
     def close(self) -> None:
-        """Close the connections (a later request opens new ones)."""
+        """Close the connections (a later request opens new ones and tries again)."""
         with self._opening:
             client, self._client = self._client, None
+            self._gave_up = None
         if client is not None:
             client.close()
 
@@ -98,14 +100,22 @@ class OpenAISummarizer:
                 ) from exc
             except (httpx.TransportError, ValueError) as exc:
                 last = f"{type(exc).__name__}: {exc}"[:200]
+            if self._gave_up is not None:  # another request already exhausted its tries
+                raise self._gave_up
             if attempt < self.settings.retries:
                 time.sleep(min(0.5 * 2**attempt, 8.0))
-        raise ModelError(
+        self._gave_up = ModelError(
             f"{self.base_url}: no answer after {self.settings.retries + 1} tries ({last})"
         )
+        raise self._gave_up
 
     def summarize_one(self, text: str) -> str:
-        """One summary; safe to call from up to `workers` threads at once."""
+        """One summary; safe to call from up to `workers` threads at once. Once a request has
+        used all its tries without an answer, every later one fails at once with the same
+        error (the background generator queues the whole corpus: retrying each text against a
+        dead endpoint would multiply the wait)."""
+        if self._gave_up is not None:
+            raise self._gave_up
         return self._one(self._http(), text)
 
     def summarize(

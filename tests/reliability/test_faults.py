@@ -216,7 +216,9 @@ def test_killed_run_resumes_from_cache_to_identical_result(server, corpus, refer
     cache, out = tmp_path / "cache", tmp_path / "out"
     server.held.clear()
     server.release.clear()
-    server.hold_at = server.count() + 6  # chunk 1 (4 summaries) is stored, chunk 2 is under way
+    # openai: generates one summary at a time in the background (generate.openai_concurrency 1),
+    # each stored as it finishes: at the sixth request five summaries are committed
+    server.hold_at = server.count() + 6
     proc = _score(server, corpus, cache, out, "killed")
     try:
         assert server.held.wait(SAFETY_S), "the run never reached its sixth summary"
@@ -230,16 +232,16 @@ def test_killed_run_resumes_from_cache_to_identical_result(server, corpus, refer
     assert proc.returncode == -signal.SIGKILL
     assert not (out / "documents.csv").exists()
     kept = Cache(cache)
-    try:  # only whole, committed entries: the documents' perturbations and the first chunk
+    try:  # only whole, committed entries: the documents' perturbations and five summaries
         assert kept.count("perturbations") == N_DOCS
-        assert kept.count("summaries") == 4
+        assert kept.count("summaries") == 5
     finally:
         kept.close()
 
     before = server.count("resumed")
     _finish(_score(server, corpus, cache, out, "resumed"))
 
-    assert server.count("resumed") - before == reference[2] - 4  # only the missing summaries
+    assert server.count("resumed") - before == reference[2] - 5  # only the missing summaries
     _same_outputs(out, reference[0])
 
 

@@ -1338,6 +1338,7 @@ def test_every_html_writer_is_covered():
         "monitor.html",  # test_monitor_html_escapes_every_text
         "report.html",  # test_experiment_report_html_escapes_every_text_and_the_localization
         "drift.html",  # test_evidently_drift_report_escapes_column_names_and_title
+        "drift_windows.html",  # the same drift_report page over the monitor's two windows
         "index.html",  # test_great_expectations_data_docs_escape_ids_and_categories
         "{name}.html",  # drift.py: the drift report's file name
         "GEMMA_TERMS.html",  # a licence file inside a model wheel (model_store.py comment)

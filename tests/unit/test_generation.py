@@ -203,3 +203,27 @@ def test_openai_background_generation_uses_the_concurrency_setting(
 def test_openai_concurrency_is_not_part_of_the_cache_key():
     url = "http://127.0.0.1:9/v1"
     assert _openai(url, 1).fingerprint == _openai(url, 8).fingerprint
+
+
+def test_after_a_request_gives_up_every_later_one_fails_at_once(monkeypatch):
+    import socket
+
+    from hss_gate.errors import ModelError
+    from hss_gate.summarizers import openai as openai_module
+
+    waits: list[float] = []
+    monkeypatch.setattr(openai_module.time, "sleep", waits.append)
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    summarizer = _openai(f"http://127.0.0.1:{port}/v1", 2, retries=2)
+    with pytest.raises(ModelError, match="no answer after 3 tries") as first:
+        summarizer.summarize_one("one")
+    assert waits == [0.5, 1.0]
+    with pytest.raises(ModelError) as second:  # the endpoint is dead: no more tries, no waits
+        summarizer.summarize_one("two")
+    assert second.value is first.value and waits == [0.5, 1.0]
+    summarizer.close()  # closing forgets it: the next request tries again
+    with pytest.raises(ModelError):
+        summarizer.summarize_one("three")
+    assert waits == [0.5, 1.0, 0.5, 1.0]
