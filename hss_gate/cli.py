@@ -529,6 +529,14 @@ def bench(
     model: Annotated[str | None, typer.Option("--model", "-m", help="summarizer to time")] = None,
     documents: Annotated[int | None, typer.Option(help="first N documents")] = None,
     quickstart: Annotated[bool, typer.Option(help="time `make quickstart` too")] = True,
+    targets: Annotated[
+        bool,
+        typer.Option(
+            "--targets",
+            help="only the speed targets: floor_ratio on the whole corpus, the checker, "
+            "the Qwen-size cold gate (~65 min)",
+        ),
+    ] = False,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Time the pipeline against the generation floor, a naive pipeline, a warm rerun, a cold
@@ -537,7 +545,8 @@ def bench(
     from hss_gate.research.bench_run import markdown, run_bench
 
     out_dir = Path(out or _settings(params).run.bench_out)
-    result = run_bench(plan_for(quick, model, documents, quickstart), params, out_dir, say=_say)
+    plan = plan_for(quick, model, documents, quickstart, targets)
+    result = run_bench(plan, params, out_dir, say=_say)
     _say(markdown(result))
     console.print(f"wrote {out_dir}/bench.json, bench.md and figures/")
 

@@ -57,6 +57,14 @@ class ExplainedDocument:
         return asdict(self)
 
 
+def explained_words(settings: Any) -> int:
+    """The words whose sentences are explained (HssSettings): what the summarizer reads, or
+    fewer (gate.attribution.max_words)."""
+    limit = settings.generate.max_input_words
+    cap = settings.gate.attribution.max_words
+    return int(limit if cap is None else min(limit, cap))
+
+
 def explainer_settings(settings: GateAttributionSettings, sentences: int, max_words: int) -> Any:
     """The SentenceAttributionSettings of one document of `sentences` explained sentences."""
     from hss_gate.research.sentence_attribution import SentenceAttributionSettings
@@ -82,10 +90,12 @@ def explain_document(
     settings: GateAttributionSettings,
     max_words: int,
     seed: int = 0,
+    method: str | None = None,
 ) -> ExplainedDocument:
     """The mean instability between the explanation of `text` and of each perturbed version
     (one-for-one word swaps: the same sentence slots), the base summary as the target. A
-    perturbation whose words do not align with the original's is skipped (not counted)."""
+    perturbation whose words do not align with the original's is skipped (not counted).
+    `method` overrides settings.method (the experiment's sentence-level LIME: "lime")."""
     from hss_gate.research.sentence_attribution import (
         explain_sentences,
         sentence_features,
@@ -95,7 +105,7 @@ def explain_document(
     started = time.perf_counter()
     features = sentence_features(text, max_words)
     explainer = explainer_settings(settings, features.n, max_words).model_copy(
-        update={"seed": seed}
+        update={"seed": seed, "method": method or settings.method}
     )
     original = explain_sentences(scorer, text, base_summary, explainer)
     evaluations = original.evaluations

@@ -422,8 +422,12 @@ class ExperimentSettings(BaseModel):
     attribution_backend: Literal["transformers", "llama.cpp"] = Field(
         "transformers", description="teacher forcing of gguf: models (likelihood.load_scorer)"
     )
-    attribution_methods: list[Literal["shap", "lime", "smile", "attention"]] = Field(
-        default_factory=lambda: ["shap", "lime"], description="explainers run per document"
+    attribution_methods: list[
+        Literal["shap", "lime", "smile", "attention", "sentence_shap", "sentence_lime"]
+    ] = Field(
+        default_factory=lambda: ["shap", "lime"],
+        description="explainers run per document: word level, or sentence_shap / sentence_lime "
+        "over source sentences (the gate's explainer, gate.attribution's budget)",
     )
     attribution_dtype: Literal["float32", "bfloat16"] = Field(
         "float32", description="precision of the transformers attribution scorer"

@@ -46,21 +46,22 @@ class BenchPlan:
 
     model: str = QUICK_MODEL
     documents: int = 0
-    sample: int = 2  # naive, slots, dask, K scaling and the other models' floors use these
+    sample: int = 2  # naive, slots, dask, K scaling and the other models' floors (0 = none)
     scale_documents: list[int] = field(default_factory=lambda: [1])  # besides sample and all
     scale_k: list[int] = field(default_factory=lambda: [2, 3])  # besides params' K
     other_models: list[str] = field(default_factory=list)  # floor only, for the gate estimate
-    shap_documents: int = 2  # whole documents explained (attribution cost and agreement)
+    shap_documents: int = 2  # whole documents explained (attribution cost and agreement; 0 = none)
     dask: bool = True
+    # model URIs, or candidate configs (a .yaml file, as `hss gate --candidate-config` takes)
     gate_candidates: list[str] = field(default_factory=lambda: [QUICK_MODEL])
     gate_documents: int = 0  # the gate's corpus: the whole reference corpus (0) or first N
     gate_full: bool = False  # also every document, without sequential stopping
     quickstart: bool = True
-    checker_documents: int = 48  # (document, production base summary) pairs the checker times
+    checker_documents: int = 48  # (document, production base summary) pairs timed (0 = none)
     # sentence-level attribution's fidelity (hss_gate.research.sentence_fidelity): documents,
     # budgets per sentence (the first is the main one), the reference's factor, the documents
     # whose reference is run twice, the longest document taken (0 = any)
-    sentence_shap_documents: int = 10
+    sentence_shap_documents: int = 10  # 0 = none
     sentence_shap_per_sentence: list[float] = field(default_factory=lambda: [2.0, 1.0, 4.0])
     sentence_shap_reference_factor: float = 10.0
     sentence_shap_self_documents: int = 10
@@ -81,10 +82,21 @@ QUICK = BenchPlan(
     sentence_shap_max_sentences=12,
     sentence_shap_methods=["permutation"],
 )
+QWEN_SIZE_CANDIDATE = "docs/evidence/candidate-own-words.yaml"  # Qwen 0.5B, its own prompt
 FULL = BenchPlan(
     other_models=["gguf:qwen2.5-coder-0.5b-instruct"],
-    gate_candidates=[QUICK_MODEL, "gguf:gemma3-270m"],
+    gate_candidates=[QUICK_MODEL, "gguf:gemma3-270m", QWEN_SIZE_CANDIDATE],
     gate_full=True,
+)
+# The speed targets alone (~65 min on 2 cores): floor_ratio on the whole corpus (cold, warm and
+# the generation floor), the checker's cost, and the Qwen-size candidate's cold gate.
+TARGETS = BenchPlan(
+    sample=0,
+    shap_documents=0,
+    dask=False,
+    gate_candidates=[QWEN_SIZE_CANDIDATE],
+    quickstart=False,
+    sentence_shap_documents=0,
 )
 
 
@@ -93,23 +105,26 @@ def plan_for(
     model: str | None = None,
     documents: int | None = None,
     quickstart: bool = True,
+    targets: bool = False,
 ) -> BenchPlan:
-    """The quick or full plan, for another model or number of documents if given (the gate
-    then runs that model on those documents)."""
+    """The quick, full or targets plan, for another model or number of documents if given
+    (the gate then runs that model on those documents)."""
     from dataclasses import replace
 
     from hss_gate.errors import InputError
 
     if documents is not None and documents < 1:
         raise InputError("--documents must be at least 1")
-    plan = QUICK if quick else FULL
+    if quick and targets:
+        raise InputError("--quick and --targets are two different plans: choose one")
+    plan = TARGETS if targets else QUICK if quick else FULL
     return replace(
         plan,
         model=model or plan.model,
         documents=plan.documents if documents is None else documents,
         gate_candidates=[model] if model else plan.gate_candidates,
         gate_documents=plan.gate_documents if documents is None else documents,
-        quickstart=quickstart,
+        quickstart=quickstart and plan.quickstart,
     )
 
 
@@ -137,12 +152,13 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> dict[str, float] | Non
     return {"intercept_s": float(intercept), "slope_s": float(slope), "r2": r2}
 
 
-def ratios(times: dict[str, float], shap: dict[str, Any]) -> dict[str, float | None]:
-    """The headline ratios of bench.json from the measured times (SHAP: None when skipped)."""
+def ratios(times: dict[str, float | None], shap: dict[str, Any]) -> dict[str, float | None]:
+    """The headline ratios of bench.json from the measured times (None for a skipped step)."""
     explained = "ours" in shap
+    naive, cold_sample = times.get("naive_s"), times.get("cold_sample_s")
     return {
         "floor_ratio": times["cold_s"] / times["floor_s"],
-        "speedup_vs_naive": times["naive_s"] / times["cold_sample_s"],
+        "speedup_vs_naive": naive / cold_sample if naive and cold_sample else None,
         "warm_over_cold": times["warm_s"] / times["cold_s"],
         "shap_eval_fraction": shap["ours"]["evaluations"] / shap["default"]["evaluations"]
         if explained

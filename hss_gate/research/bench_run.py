@@ -90,13 +90,23 @@ class BenchRun:
         """`hss gate` as a user runs it, cold: an empty cache, so production is restored from
         the versioned baseline and only the candidate generates."""
         out = self.work / f"out-{name}"
-        cmd = [sys.executable, "-m", "hss_gate", "gate", "--candidate", candidate]
+        cmd = [sys.executable, "-m", "hss_gate", "gate", *self.candidate_options(candidate)]
         cmd += ["--corpus", str(self.corpus_of(n)), "--out", str(out)]
         cmd += ["--params", str(self.params)] + (["--full"] if full else [])
         env = OFFLINE_ENV | {"HSS_RUN__CACHE_DIR": str(self.work / f"cache-{name}")}
         measured = run_timed(cmd, env, say=self.say, name=name, exit_codes=(0, 1))
         measured.result = gate_record(json.loads((out / "decision.json").read_text()))
         return self._record(name, measured)
+
+    def candidate_options(self, candidate: str) -> list[str]:
+        """`--candidate URI`, or `--candidate-config FILE` for a .yaml candidate (a relative
+        path is taken from the working directory, else from beside params.yaml)."""
+        if not candidate.endswith((".yaml", ".yml")):
+            return ["--candidate", candidate]
+        path = Path(candidate)
+        if not path.is_absolute() and not path.exists():
+            path = self.params.parent / candidate
+        return ["--candidate-config", str(path.resolve())]
 
     def quickstart(self) -> Measured | None:
         """The README's `make quickstart` after setup, on an empty cache (None without the
@@ -147,6 +157,114 @@ def run_bench(
         {"corpus": str(run.corpus_of(n_main)), "cache": cache_main, "reference_cache": cache_main},
         {},
     )
+    sample = sample_steps(run, plan, n_main, n_sample, cold) if n_sample else {}
+    shap = (
+        run.stage(
+            "shap",
+            "shap",
+            {
+                "corpus": str(run.corpus_of(plan.shap_documents)),
+                "shap_documents": plan.shap_documents,
+            },
+            {},
+        )
+        if plan.shap_documents
+        else None
+    )
+    sentence_shap = (
+        run.stage(
+            "sentence_shap",
+            "sentence_shap",
+            {
+                "corpus": str(run.corpus_of(0)),
+                "documents": plan.sentence_shap_documents,
+                "per_sentence": plan.sentence_shap_per_sentence,
+                "reference_factor": plan.sentence_shap_reference_factor,
+                "self_documents": plan.sentence_shap_self_documents,
+                "max_sentences": plan.sentence_shap_max_sentences,
+                "methods": plan.sentence_shap_methods,
+            },
+            {},
+        )
+        if plan.sentence_shap_documents
+        else None
+    )
+    checker = (
+        run.stage("checker", "checker", {"documents": plan.checker_documents}, {})
+        if plan.checker_documents
+        else None
+    )
+    if checker is not None and "skipped" in checker.result:
+        say(f"checker: {checker.result['skipped']}: not measured")
+    gates: dict[str, dict[str, Any]] = {}
+    for i, candidate in enumerate(plan.gate_candidates):
+        for full in (False, True) if plan.gate_full else (False,):
+            name = f"gate_cold_{i}" + ("_full" if full else "")
+            measured = run.gate(name, candidate, plan.gate_documents, full)
+            record = measured.result | {"seconds": measured.seconds}
+            gates.setdefault(candidate, {})["full" if full else "sequential"] = record
+    quickstart = run.quickstart() if plan.quickstart else None
+
+    times = {
+        "cold_s": cold.seconds,
+        "warm_s": warm.seconds,
+        "floor_s": floor.seconds,
+        "floor_generation_only_s": round(floor.result["seconds"], 2),
+    } | sample.get("times", {})
+    skipped = {"skipped": "not in this plan"}
+    bench = {
+        **{
+            key: None if value is None else round(value, 4)
+            for key, value in ratios(times, shap.result if shap else skipped).items()
+        },
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "plan": asdict(plan),
+        "settings": {
+            "k": k,
+            "strengths": list(run.settings.perturb.strengths),
+            "generate": run.settings.generate.model_dump(exclude={"system_prompt", "prompt"}),
+            "shap_max_evals": run.settings.experiment.shap_max_evals,
+            "lime_samples": run.settings.experiment.lime_samples,
+            "attribution_perturbations": run.settings.experiment.attribution_perturbations,
+            "attribution_backend": run.settings.experiment.attribution_backend,
+            "attribution_dtype": run.settings.experiment.attribution_dtype,
+        },
+        "documents": n_main,
+        "sample_documents": n_sample,
+        "times": times,
+        "generations": {"pipeline": floor.result["generations"]} | sample.get("generations", {}),
+        "floor_same_summaries": {"workers": floor.result["same_as_pipeline"]}
+        | sample.get("floor_same_summaries", {})
+        | {"of": floor.result["generations"]},
+        "floor_slots_over_floor": sample.get("floor_slots_over_floor"),
+        "peak_rss_mb": {name: m.peak_rss_mb for name, m in run.steps.items()},
+        "steps_s": {name: m.seconds for name, m in run.steps.items()},
+        "scaling": sample.get("scaling", scaling({n_main: cold.seconds}, {k: cold.seconds})),
+        "dask_s": sample.get("dask_s", {}),
+        "shap": shap.result if shap else skipped,
+        "sentence_shap": sentence_shap.result if sentence_shap else skipped,
+        "naive_hss": sample.get("naive_hss"),
+        "gate_estimate": sample.get("gate_estimate"),
+        "gate_cold_s": gates[plan.gate_candidates[0]]["sequential"]["seconds"] if gates else None,
+        "gate_cold": gates,
+        "quickstart_s": None if quickstart is None else quickstart.seconds,
+        "checker": checker.result if checker else skipped,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(bench, indent=2, default=float) + "\n")
+    write_figures(bench, out / "figures")
+    (out / "bench.md").write_text(markdown(bench))
+    return bench
+
+
+def sample_steps(
+    run: BenchRun, plan: BenchPlan, n_main: int, n_sample: int, cold: Measured
+) -> dict[str, Any]:
+    """The steps on the first few documents: the cold sample, its floors (as configured,
+    through parallel slots, for the other models), the naive pipeline, the cost scaling over
+    documents and K, and the Dask route."""
+    k = run.settings.perturb.k
     cold_sample = cold if n_sample == n_main else run.score("cold_sample", n_sample)
     cache_sample = str(run.work / f"cache-{'main' if n_sample == n_main else 'cold_sample'}")
     sample = {"corpus": str(run.corpus_of(n_sample)), "cache": cache_sample}
@@ -178,104 +296,37 @@ def run_bench(
         if kk not in by_k:
             by_k[kk] = run.score(f"cold_sample_k{kk}", n_sample, k=kk).seconds
     dask = {w: run.dask(w, n_sample).seconds for w in (1, 2)} if plan.dask else {}
-    shap = run.stage(
-        "shap",
-        "shap",
-        {"corpus": str(run.corpus_of(plan.shap_documents)), "shap_documents": plan.shap_documents},
-        {},
-    )
-    sentence_shap = run.stage(
-        "sentence_shap",
-        "sentence_shap",
-        {
-            "corpus": str(run.corpus_of(0)),
-            "documents": plan.sentence_shap_documents,
-            "per_sentence": plan.sentence_shap_per_sentence,
-            "reference_factor": plan.sentence_shap_reference_factor,
-            "self_documents": plan.sentence_shap_self_documents,
-            "max_sentences": plan.sentence_shap_max_sentences,
-            "methods": plan.sentence_shap_methods,
+    return {
+        "times": {
+            "cold_sample_s": cold_sample.seconds,
+            "floor_sample_s": floor_sample.seconds,
+            "floor_slots_sample_s": slots.seconds,
+            "naive_s": naive.seconds,
         },
-        {},
-    )
-    checker = run.stage("checker", "checker", {"documents": plan.checker_documents}, {})
-    if "skipped" in checker.result:
-        say(f"checker: {checker.result['skipped']}: not measured")
-    gates: dict[str, dict[str, Any]] = {}
-    for i, candidate in enumerate(plan.gate_candidates):
-        for full in (False, True) if plan.gate_full else (False,):
-            name = f"gate_cold_{i}" + ("_full" if full else "")
-            measured = run.gate(name, candidate, plan.gate_documents, full)
-            record = measured.result | {"seconds": measured.seconds}
-            gates.setdefault(candidate, {})["full" if full else "sequential"] = record
-    quickstart = run.quickstart() if plan.quickstart else None
-
-    times = {
-        "cold_s": cold.seconds,
-        "warm_s": warm.seconds,
-        "floor_s": floor.seconds,
-        "floor_generation_only_s": round(floor.result["seconds"], 2),
-        "cold_sample_s": cold_sample.seconds,
-        "floor_sample_s": floor_sample.seconds,
-        "floor_slots_sample_s": slots.seconds,
-        "naive_s": naive.seconds,
-    }
-    bench = {
-        **{
-            key: None if value is None else round(value, 4)
-            for key, value in ratios(times, shap.result).items()
-        },
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "plan": asdict(plan),
-        "settings": {
-            "k": k,
-            "strengths": list(run.settings.perturb.strengths),
-            "generate": run.settings.generate.model_dump(exclude={"system_prompt", "prompt"}),
-            "shap_max_evals": run.settings.experiment.shap_max_evals,
-            "lime_samples": run.settings.experiment.lime_samples,
-            "attribution_perturbations": run.settings.experiment.attribution_perturbations,
-            "attribution_backend": run.settings.experiment.attribution_backend,
-            "attribution_dtype": run.settings.experiment.attribution_dtype,
-        },
-        "documents": n_main,
-        "sample_documents": n_sample,
-        "times": times,
         "generations": {
-            "pipeline": floor.result["generations"],
             "naive_sample": naive.result["generations"],
             "pipeline_sample": floor_sample.result["generations"],
         },
         "floor_same_summaries": {
-            "workers": floor.result["same_as_pipeline"],
             "slots": slots.result["same_as_pipeline"],
-            "of": floor.result["generations"],
             "slots_of": slots.result["generations"],
         },
         "floor_slots_over_floor": round(slots.seconds / floor_sample.seconds, 4),
-        "peak_rss_mb": {name: m.peak_rss_mb for name, m in run.steps.items()},
-        "steps_s": {name: m.seconds for name, m in run.steps.items()},
-        "scaling": {
-            "documents": {str(n): s for n, s in sorted(by_documents.items())},
-            "documents_fit": linear_fit(list(by_documents), list(by_documents.values())),
-            "k": {str(kk): s for kk, s in sorted(by_k.items())},
-            "k_fit": linear_fit(list(by_k), list(by_k.values())),
-        },
+        "scaling": scaling(by_documents, by_k),
         "dask_s": {str(w): s for w, s in dask.items()},
-        "shap": shap.result,
-        "sentence_shap": sentence_shap.result,
         "naive_hss": naive.result["hss"],
         "gate_estimate": gate_estimate(cold, n_main, others, n_sample),
-        "gate_cold_s": gates[plan.gate_candidates[0]]["sequential"]["seconds"] if gates else None,
-        "gate_cold": gates,
-        "quickstart_s": None if quickstart is None else quickstart.seconds,
-        "checker": checker.result,
     }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(bench, indent=2, default=float) + "\n")
-    write_figures(bench, out / "figures")
-    (out / "bench.md").write_text(markdown(bench))
-    return bench
+
+
+def scaling(by_documents: dict[int, float], by_k: dict[int, float]) -> dict[str, Any]:
+    """Cold seconds over documents and over K, each with its linear fit."""
+    return {
+        "documents": {str(n): s for n, s in sorted(by_documents.items())},
+        "documents_fit": linear_fit(list(by_documents), list(by_documents.values())),
+        "k": {str(kk): s for kk, s in sorted(by_k.items())},
+        "k_fit": linear_fit(list(by_k), list(by_k.values())),
+    }
 
 
 def gate_record(decision: dict[str, Any]) -> dict[str, Any]:
@@ -347,7 +398,7 @@ def write_figures(bench: dict[str, Any], folder: Path) -> None:
 def markdown(bench: dict[str, Any]) -> str:
     """The ratios against their targets and the absolute times, as Markdown."""
     targets = {
-        "floor_ratio": ("<=", 1.15),
+        "floor_ratio": ("<=", 1.10),
         "speedup_vs_naive": (">=", 4.0),
         "warm_over_cold": ("<=", 0.05),
         "shap_eval_fraction": ("<=", 0.2),
@@ -369,8 +420,8 @@ def markdown(bench: dict[str, Any]) -> str:
             continue
         met = value <= target if op == "<=" else value >= target
         lines.append(f"| {key} | {value:.3f} | {op} {target} | {'yes' if met else 'no'} |")
-    gate = bench["gate_estimate"]
-    if gate["other_models_floor_s"]:
+    gate = bench.get("gate_estimate")
+    if gate and gate["other_models_floor_s"]:
         met = gate["estimated_s"] <= gate["target_s"]
         lines.append(
             f"| gate with {1 + len(gate['other_models_floor_s'])} models, {gate['documents']} "

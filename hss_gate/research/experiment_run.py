@@ -19,6 +19,7 @@ from hss_gate.jsonl import read_jsonl
 from hss_gate.normalization import Normalization
 from hss_gate.progress import Progress, no_progress
 from hss_gate.research.experiment import (
+    ATTRIBUTION_CLAIMS,
     attribution_table,
     correlation_table,
     extractiveness_table,
@@ -41,6 +42,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 # the attribution hook's column of per-word SHAP records (instability.WordChange dicts); moved
 # out of the documents table into the localization items
 ATTRIBUTION_WORDS = "attribution_words"
+# sentence-level explainers of experiment.attribution_methods -> sentence_attribution's method
+SENTENCE_METHODS = {"sentence_shap": None, "sentence_lime": "lime"}  # None: gate.attribution's
 
 # (model URI, documents, base summaries by doc_id) -> DataFrame: doc_id + comparator columns
 Comparators = Callable[[str, Sequence[Document], dict[str, str]], pd.DataFrame]
@@ -211,7 +214,7 @@ def analysis_tables(
         "domains": domains,
         "extractiveness": extractiveness_table(documents),
     }
-    if any(c in documents for c in ("shap_instability", "lime_instability")):
+    if any(c in documents for c in ATTRIBUTION_CLAIMS):
         tables["attribution_claim"] = attribution_table(documents, resamples=resamples, seed=seed)
     if errors is not None:
         tables["handcheck"] = handcheck_table(documents, errors, model_names)
@@ -294,7 +297,7 @@ def attribution_budget(settings: HssSettings) -> Any:
 
     exp = settings.experiment
     return AttributionSettings(
-        methods=exp.attribution_methods,
+        methods=[m for m in exp.attribution_methods if m not in SENTENCE_METHODS],
         shap_max_evals=exp.shap_max_evals,
         lime_num_samples=exp.lime_samples,
         max_words=settings.generate.max_input_words,
@@ -306,15 +309,20 @@ def attribution_hook(
     settings: HssSettings, tools: Any, cache: Any, progress: Progress = no_progress
 ) -> Comparators:
     """SHAP / LIME / attention instability of each model's base summary under the document's
-    perturbations (rank instability = 1 - Spearman of aligned word attributions; see
-    docs/ATTRIBUTION.md). Models without token probabilities get no columns."""
+    perturbations (rank instability = 1 - Spearman of aligned word attributions, or of source
+    sentences' for sentence_shap / sentence_lime; see docs/ATTRIBUTION.md). Models without
+    token probabilities get no columns."""
     from hss_gate.errors import ModelError
+    from hss_gate.gate_attribution import explain_document as explain_sentence_level
+    from hss_gate.gate_attribution import explained_words
     from hss_gate.pipeline import make_perturbations
     from hss_gate.research.attribution import explain_document
     from hss_gate.research.likelihood import CachedScorer, load_scorer
 
     exp = settings.experiment
     budget = attribution_budget(settings)
+    sentence_methods = [m for m in exp.attribution_methods if m in SENTENCE_METHODS]
+    sentence_budget = settings.gate.attribution  # the gate's explainer, on the same texts
 
     def columns(uri: str, docs: Sequence[Document], base: dict[str, str]) -> pd.DataFrame:
         try:
@@ -328,18 +336,37 @@ def attribution_hook(
         for doc in docs:
             chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
             texts = [p.text for p in chosen]
-            limits = {"lime": exp.lime_perturbations}
-            explained = explain_document(
-                scorer, doc.text, base[doc.doc_id], texts, budget, limits=limits
-            )
-            shap = explained.get("shap")
-            rows.append(
-                {"doc_id": doc.doc_id}
-                | {f"{m}_instability": r.summary["rank"] for m, r in explained.items()}
-                | {f"{m}_evaluations": r.evaluations for m, r in explained.items()}
-                | {f"{m}_seconds": r.seconds for m, r in explained.items()}
-                | {ATTRIBUTION_WORDS: shap.words if shap is not None else None}
-            )
+            row: dict[str, Any] = {"doc_id": doc.doc_id}
+            if budget.methods:
+                limits = {"lime": exp.lime_perturbations}
+                explained = explain_document(
+                    scorer, doc.text, base[doc.doc_id], texts, budget, limits=limits
+                )
+                shap = explained.get("shap")
+                row |= (
+                    {f"{m}_instability": r.summary["rank"] for m, r in explained.items()}
+                    | {f"{m}_evaluations": r.evaluations for m, r in explained.items()}
+                    | {f"{m}_seconds": r.seconds for m, r in explained.items()}
+                    | {ATTRIBUTION_WORDS: shap.words if shap is not None else None}
+                )
+            for name in sentence_methods:
+                found = explain_sentence_level(
+                    scorer,
+                    doc.doc_id,
+                    doc.text,
+                    base[doc.doc_id],
+                    texts,
+                    sentence_budget,
+                    explained_words(settings),
+                    seed=settings.perturb.seed,
+                    method=SENTENCE_METHODS[name],
+                )
+                row |= {
+                    f"{name}_instability": found.rank,
+                    f"{name}_evaluations": found.evaluations,
+                    f"{name}_seconds": found.seconds,
+                }
+            rows.append(row)
             advance(1)
         return pd.DataFrame(rows)
 

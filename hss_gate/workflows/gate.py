@@ -533,7 +533,7 @@ def attribute_side(
     """One side's attribution instability on `docs` (hss_gate.gate_attribution.Side); a model
     without a likelihood is not measured, with the reason."""
     from hss_gate.cache import Cache
-    from hss_gate.gate_attribution import Side, explain_cached
+    from hss_gate.gate_attribution import Side, explain_cached, explained_words
 
     side = Side(redacted_uri(role.uri))
     started = dt.datetime.now(dt.UTC)
@@ -570,14 +570,6 @@ def attribute_side(
     finally:
         cache.close()
     return side
-
-
-def explained_words(settings: HssSettings) -> int:
-    """The words whose sentences are explained: what the summarizer reads, or fewer
-    (gate.attribution.max_words)."""
-    limit = settings.generate.max_input_words
-    cap = settings.gate.attribution.max_words
-    return limit if cap is None else min(limit, cap)
 
 
 def base_summaries(result: ScoreResult) -> dict[str, str]:

@@ -225,6 +225,51 @@ def test_attribution_hook_adds_instability_for_models_with_likelihoods(settings,
     assert list(hook("extractive:lead-3", DOCS[:2], base).columns) == ["doc_id"]
 
 
+def test_attribution_hook_explains_sentences_with_the_gates_explainer(settings, tmp_path):
+    from hss_gate.gate_attribution import explain_document, explained_words
+    from hss_gate.pipeline import make_perturbations
+    from hss_gate.research.experiment_run import attribution_hook, explained_perturbations
+    from hss_gate.research.likelihood import load_scorer
+
+    tools = Toolkit(
+        tagger=FakeTagger(),
+        vectors=VECTORS,
+        lexicon=LEXICON,
+        embedder=HashingEmbedder(),
+        checker=FakeChecker(),
+    )
+    settings.experiment.attribution_methods = ["sentence_shap", "sentence_lime"]
+    cache = Cache(tmp_path / "cache")
+    base = {d.doc_id: "the council approved the plan" for d in DOCS[:2]}
+    table = attribution_hook(settings, tools, cache)("fake:overlap", DOCS[:2], base)
+    # sentence level only: no word-level explainer ran
+    assert "shap_instability" not in table and "lime_instability" not in table
+    assert table["sentence_shap_instability"].between(0, 2).all()
+    assert table["sentence_lime_instability"].between(0, 2).all()
+    assert (table["sentence_shap_evaluations"] > 0).all()
+    # the same numbers as the gate's explainer on the same perturbations (LIME: method "lime")
+    doc = DOCS[0]
+    chosen = explained_perturbations(
+        make_perturbations([doc], settings, tools, cache)[doc.doc_id],
+        settings.experiment.attribution_perturbations,
+    )
+    scorer = load_scorer("fake:overlap", settings, "transformers", "float32")
+    for column, method in (("sentence_shap", None), ("sentence_lime", "lime")):
+        direct = explain_document(
+            scorer,
+            doc.doc_id,
+            doc.text,
+            base[doc.doc_id],
+            [p.text for p in chosen],
+            settings.gate.attribution,
+            explained_words(settings),
+            seed=settings.perturb.seed,
+            method=method,
+        )
+        assert table[f"{column}_instability"].iloc[0] == pytest.approx(direct.rank, nan_ok=True)
+        assert table[f"{column}_evaluations"].iloc[0] == direct.evaluations
+
+
 def test_attribution_models_limit_which_models_are_explained(settings, tmp_path):
     settings.experiment.attribution_models = ["fake:unstable"]
     settings.experiment.ablation_documents = 0

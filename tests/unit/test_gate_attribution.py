@@ -254,7 +254,7 @@ def test_the_reports_show_it_beside_hss() -> None:
 
 
 def test_max_words_explains_only_the_first_sentences(tmp_path: Path) -> None:
-    from hss_gate.workflows.gate import explained_words
+    from hss_gate.gate_attribution import explained_words
 
     settings = HssSettings()
     assert explained_words(settings) == settings.generate.max_input_words
