@@ -9,7 +9,7 @@ CANDIDATE ?= gguf:smollm2-135m-instruct
 OUT ?= outputs/score
 QUICKSTART_OUT ?= outputs/quickstart
 
-.PHONY: setup quickstart score baseline repro gate monitor experiment bench bench-quick test test-unit test-fast lint
+.PHONY: setup quickstart score baseline repro gate monitor experiment bench bench-quick bench-targets test test-unit test-fast lint
 
 setup:
 	bash scripts/setup.sh
@@ -42,6 +42,9 @@ bench:  # BENCHMARKS.md: the reference corpus, ~55 min on 2 cores
 
 bench-quick:  # the same measurements on 2 documents, a cold gate and the quickstart: ~14 min
 	$(VENV)/hss bench --quick --out $(BENCH_OUT)-quick
+
+bench-targets:  # only the speed targets: floor_ratio on the corpus, the checker, the Qwen-size gate
+	$(VENV)/hss bench --targets --out $(BENCH_OUT)-targets
 
 lint:
 	$(VENV)/ruff check hss_gate tests flows scripts
