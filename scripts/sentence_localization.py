@@ -3,10 +3,11 @@ summary sentence (issue 26, item 4).
 
     python scripts/sentence_localization.py [DOCUMENTS] [PER_SENTENCE] [MODEL]
 
-For the first DOCUMENTS reference documents (default 1), MODEL (default
+DOCUMENTS: the first N reference documents (default 1), or doc ids separated by commas
+(e.g. the six of docs/EXPERIMENT.md's word-level hand check). For each, MODEL (default
 gguf:smollm2-135m-instruct) summarizes the document and its first perturbation (the weakest
 band); the perturbed summary's swaps are restored; the base summary's log-likelihood, one
-target per summary sentence, is explained by Kernel SHAP over the source sentences of the
+target per summary sentence, is explained by permutation SHAP over the source sentences of the
 document and of the perturbation (PER_SENTENCE x M evaluations each, default 2, the same seed),
 and the report lists, per changed summary sentence, the source sentences whose attribution moved
 most, beside the source sentences the perturbation actually touched. The hand check (does the
@@ -35,12 +36,20 @@ from hss_gate.toolkit import real_toolkit
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    chosen_docs = sys.argv[1] if len(sys.argv) > 1 else "1"
     per_sentence = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
     model = sys.argv[3] if len(sys.argv) > 3 else "gguf:smollm2-135m-instruct"
     settings = load_settings("params.yaml")
     exp = settings.experiment
-    docs = load_corpus(settings.run.corpus, limit=n)
+    if chosen_docs.isdigit():
+        docs = load_corpus(settings.run.corpus, limit=int(chosen_docs))
+    else:
+        wanted = chosen_docs.split(",")
+        by_id = {d.doc_id: d for d in load_corpus(settings.run.corpus)}
+        missing = [w for w in wanted if w not in by_id]
+        if missing:
+            sys.exit(f"not in the reference corpus: {', '.join(missing)}")
+        docs = [by_id[w] for w in wanted]
     made = make_perturbations(docs, settings, real_toolkit(settings), Cache(None))
     chosen = {d.doc_id: sorted(made[d.doc_id], key=lambda p: p.index)[0] for d in docs}
     summarizer = load_summarizer(model, settings)
