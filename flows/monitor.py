@@ -39,6 +39,7 @@ def monitor_flow(
     workers: int = 1,
     dask_address: str | None = None,
     chunk_size: int | None = None,
+    attribution: int | None = None,
 ) -> dict[str, Any]:
     """Score recent production traffic; report drift and the severity trend (as `hss monitor`).
 
@@ -47,6 +48,8 @@ def monitor_flow(
     Returns the result written to monitor.json: decision "healthy", "unhealthy", "error" or
     (too little traffic for two windows) "insufficient_data",
     reasons, severity, drift, checks, samples and the trend of recent runs.
+    `attribution` explains that many served samples of each window with sentence-level SHAP,
+    reported only (monitor.attribution_documents; None: as configured, default off).
     """
     from hss_gate.alerts import alert_monitor
     from hss_gate.decision_report import monitor_markdown
@@ -56,9 +59,8 @@ def monitor_flow(
     logger = get_run_logger()
 
     def load_monitor_settings() -> Any:
-        return load_settings(
-            params, **{k: v for k, v in (overrides or {}).items() if v is not None}
-        )
+        chosen = {"monitor__attribution_documents": attribution, **(overrides or {})}
+        return load_settings(params, **{k: v for k, v in chosen.items() if v is not None})
 
     outcome = run_monitor(
         load_monitor_settings,
@@ -95,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--served-only", action="store_true", help="check the served summaries alone (cheap)"
     )
+    parser.add_argument(
+        "--attribution", type=int, default=None, help="SHAP instability of N samples per window"
+    )
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     try:
@@ -108,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
             dask_address=args.dask_address,
             chunk_size=args.chunk_size,
+            attribution=args.attribution,
         )
     except Exception as exc:  # e.g. the reports could not be written: never exit 0 or 1
         print(f"ERROR (exit 2): {error_message(exc)}", file=sys.stderr)

@@ -400,6 +400,14 @@ def monitor(
         str | None,
         typer.Option(help="with --set-reference: the model id (default: the newest sample's)"),
     ] = None,
+    attribution: Annotated[
+        int | None,
+        typer.Option(
+            help="explain the newest N served samples of each window with sentence-level SHAP "
+            "and report their attribution instability, never blocking "
+            "(monitor.attribution_documents; 0: off; costly: README)"
+        ),
+    ] = None,
     out: OutOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
@@ -423,7 +431,7 @@ def monitor(
     request = MonitorRequest(samples, model, sample_size, out, served_only)
     with progress_reporter(console) as progress:
         outcome = run_monitor(
-            lambda: _settings(params),
+            lambda: _settings(params, monitor__attribution_documents=attribution),
             request,
             runner=LocalRunner(),
             progress=progress,

@@ -803,11 +803,22 @@ def _windows_markdown(result: Mapping[str, Any]) -> list[str]:
         lines += _md_table(DISTRIBUTION_HEADERS, distributions)
     if tests:
         lines += ["", *_md_table(WINDOW_TEST_HEADERS, tests)]
+    attribution = _attribution_line(result)
+    if attribution:
+        lines += ["", attribution]
     drift = _window_drift(result)
     if drift:
         report = f" Report: `{drift['report']}`." if drift["report"] else ""
         lines += ["", f"Evidently drift between the windows: {drift['text']}.{report}"]
     return lines
+
+
+def _attribution_line(result: Mapping[str, Any]) -> str:
+    """The windows' attribution instability (monitor.attribution_documents), or ""."""
+    from hss_gate.gate_attribution import windows_text
+
+    record = result.get("attribution")
+    return windows_text(record) if record else ""
 
 
 def monitor_markdown(result: Mapping[str, Any]) -> str:
@@ -855,6 +866,9 @@ def _windows_html(result: Mapping[str, Any]) -> list[str]:
             "a reported one is shown only.</p>"
         )
         parts.append(_html_table(WINDOW_TEST_HEADERS, tests, _failed_tests(result)))
+    attribution = _attribution_line(result)
+    if attribution:
+        parts.append(f"<h3>Attribution instability</h3><p>{html.escape(attribution)}</p>")
     drift = _window_drift(result)
     if drift:
         link = ""

@@ -14,6 +14,11 @@ with a percentile bootstrap CI of the mean difference (hss_gate.severity.bootstr
 whose model has no teacher-forced likelihood (stored `summaries:`, `openai:`, extractive) is
 "not measured" with the reason, never 0.
 
+The monitor (monitor.attribution_documents) explains served samples the same way, the served
+summary as the target, the newest N of its reference and of its current window with the
+deployed model: `windows_record` compares the two windows (independent samples: a bootstrap CI
+of the difference of the means; the reported Mann-Whitney test is hss_gate.monitor's).
+
 Pure given the scorer: the model, the cache and the perturbations are the caller's.
 """
 
@@ -30,7 +35,7 @@ import numpy as np
 
 from hss_gate.cache import content_key
 from hss_gate.settings import GateAttributionSettings
-from hss_gate.severity import bootstrap_ci
+from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 
 COLUMN = "attribution_instability"
 MEASURE = "rank instability (1 - Spearman) of sentence-level SHAP, original vs perturbed, 0-2"
@@ -229,6 +234,24 @@ class Side:
         }
 
 
+def explainer_record(settings: GateAttributionSettings, target: str = "base summary") -> dict:
+    """The explainer and its budget, as the reports state them."""
+    return {
+        "method": f"sentence-level {settings.method} SHAP of log p({target} | document)",
+        "per_sentence": settings.per_sentence,
+        "budget": f"ceil({settings.per_sentence} x M) evaluations per explanation (M: "
+        "explained sentences; permutation spends at least 2(M-1)+2)",
+        "perturbations_per_document": settings.perturbations,
+        "max_words": settings.max_words,
+        "explained": "every sentence the summarizer reads"
+        if settings.max_words is None
+        else f"the sentences starting in the first {settings.max_words} words",
+        "backend": settings.backend,
+        "dtype": settings.dtype,
+        "top_k": settings.top_k,
+    }
+
+
 def attribution_record(
     candidate: Side,
     production: Side,
@@ -260,20 +283,7 @@ def attribution_record(
         "requested_documents": requested,
         "measure": MEASURE,
         "column": COLUMN,
-        "explainer": {
-            "method": f"sentence-level {settings.method} SHAP of log p(base summary | document)",
-            "per_sentence": settings.per_sentence,
-            "budget": f"ceil({settings.per_sentence} x M) evaluations per explanation (M: "
-            "explained sentences; permutation spends at least 2(M-1)+2)",
-            "perturbations_per_document": settings.perturbations,
-            "max_words": settings.max_words,
-            "explained": "every sentence the summarizer reads"
-            if settings.max_words is None
-            else f"the sentences starting in the first {settings.max_words} words",
-            "backend": settings.backend,
-            "dtype": settings.dtype,
-            "top_k": settings.top_k,
-        },
+        "explainer": explainer_record(settings),
         "candidate": candidate.record(),
         "production": production.record(),
         "difference": difference,
@@ -301,4 +311,92 @@ def attribution_text(record: Mapping[str, Any]) -> str:
             f"; difference {d['difference']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] "
             f"over {d['documents']} paired document(s)"
         )
+    return text
+
+
+def window_record(side: Side) -> dict[str, Any]:
+    """One monitor window's explained served samples: Side.record with n, the median and the
+    seconds per sample."""
+    record = side.record()
+    if not record["measured"]:
+        return record
+    values = list(side.values().values())
+    return record | {
+        "n": len(values),
+        "median": float(np.median(values)) if values else None,
+        "seconds_per_sample": record["seconds_per_document"],
+    }
+
+
+def windows_record(
+    reference: Side,
+    current: Side,
+    settings: GateAttributionSettings,
+    requested: int,
+    test: Mapping[str, Any] | None,
+    *,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """monitor.json's `attribution`: each window's explained served samples (n, mean, median,
+    seconds per sample), the difference current - reference of the means with a percentile
+    bootstrap CI (independent samples: each window resampled; None unless both windows have
+    values) and the reported (never blocking) test `test`. A model without a likelihood is
+    "not measured" with the reason, never 0."""
+    ref, cur = list(reference.values().values()), list(current.values().values())
+    difference: dict[str, Any] | None = None
+    if ref and cur:
+        diff, low, high = difference_bootstrap_ci(
+            cur, ref, resamples=resamples, level=confidence, seed=seed
+        )
+        difference = {
+            "difference": diff,
+            "ci_low": low,
+            "ci_high": high,
+            "confidence": confidence,
+            "method": "percentile bootstrap of the difference of the means, each window "
+            "resampled (independent samples)",
+        }
+    reason = reference.not_measured or current.not_measured
+    return {
+        "requested_samples": requested,
+        "measured": reason is None,
+        "not_measured": reason,
+        "measure": MEASURE,
+        "target": "the served summary",
+        "explainer": explainer_record(settings, "served summary"),
+        "reference": window_record(reference),
+        "current": window_record(current),
+        "difference": difference,
+        "test": dict(test) if test is not None else None,
+        "blocking": False,
+    }
+
+
+def windows_text(record: Mapping[str, Any]) -> str:
+    """One line for the monitor's report: each window's mean instability, the difference with
+    its CI and the reported test, or why it was not measured."""
+    if not record.get("measured"):
+        return f"attribution instability (sentence SHAP): not measured ({record['not_measured']})"
+
+    def window(name: str) -> str:
+        w = record[name]
+        mean, median = w.get("mean"), w.get("median")
+        if mean is None:
+            return f"{name} n/a"
+        seconds = w.get("seconds_per_sample")
+        cost = "cached" if seconds is None else f"{seconds:.1f} s/sample"
+        return f"{name} mean {mean:.3f}, median {median:.3f} (n={w['n']}, {cost})"
+
+    text = (
+        "attribution instability (rank, sentence SHAP of the served summary; reported, not "
+        f"blocking): {window('reference')}; {window('current')}"
+    )
+    d = record.get("difference")
+    if d is not None:
+        text += f"; difference {d['difference']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+    t = record.get("test")
+    if t is not None:
+        text += f"; Mann-Whitney one-sided p={t['p_value']:.4f} (alpha {t['alpha']})"
     return text

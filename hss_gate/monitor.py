@@ -257,6 +257,27 @@ def reported_window_tests(
     return out
 
 
+ATTRIBUTION_SIGNAL = "attribution_instability"
+ATTRIBUTION_LABEL = "attribution instability (rank, sentence SHAP; higher is less stable)"
+
+
+def attribution_window_test(
+    reference: Sequence[float], current: Sequence[float], alpha: float
+) -> dict[str, Any] | None:
+    """The attribution instability of the explained served samples, current window against
+    the reference window: a reported (never blocking) one-sided Mann-Whitney test that it rose
+    ("greater"), at `alpha`; None when a window has no value."""
+    ref, cur = [float(v) for v in reference], [float(v) for v in current]
+    if not ref or not cur:
+        return None
+    p = mann_whitney(ref, cur, "greater")
+    return _test_row(ATTRIBUTION_SIGNAL, ATTRIBUTION_LABEL, ref, cur, p, alpha) | {
+        "test": "mann_whitney",
+        "alternative": "greater",
+        "blocking": False,
+    }
+
+
 def _test_row(
     column: str, label: str, ref: list[float], cur: list[float], p: float, alpha: float
 ) -> dict[str, Any]:

@@ -343,6 +343,14 @@ class MonitorSettings(BaseModel):
         "rises, and in a full run the severity rise and the score drift) makes the run unhealthy "
         "too; by default it is only reported",
     )
+    attribution_documents: int = Field(
+        0,
+        ge=0,
+        description="explain the newest N served samples of the current window and N of the "
+        "reference window with the deployed model (sentence-level SHAP, the gate's explainer: "
+        "gate.attribution) and report their attribution instability, never blocking (0: off; "
+        "each sample costs (1 + gate.attribution.perturbations) explanations)",
+    )
     model_id: str | None = Field(None, description="only samples of this model id (default any)")
     out: str = "outputs/monitor"
     margin: float = Field(

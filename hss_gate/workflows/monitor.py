@@ -4,12 +4,14 @@ Steps, in order: load the settings; open the sample store; read the production r
 and constants; take the current window (one model id's newest samples, or those since the last
 run); compute the signals of the summaries production served; compare them with the model id's
 own reference window (the blocking and reported tests, Evidently drift of the windows to
-OUT/drift_windows.html); compare them with the production reference corpus (the absolute floor);
-unless served-only, rescore the newest samples with the deployed model (tables to OUT/scores/):
-drift against the reference (OUT/drift.html, drift.json) and the severity rise (also the floor);
-the Great Expectations checks (OUT/data_docs/); give the verdict; record the run in the store
-(the trend); write monitor.json, monitor.md and monitor.html. Any error becomes the verdict
-"error", recorded and written like any other; the stored samples are never changed.
+OUT/drift_windows.html; on request, monitor.attribution_documents, the attribution instability
+of the newest served samples of both windows, reported only); compare them with the production
+reference corpus (the absolute floor); unless served-only, rescore the newest samples with the
+deployed model (tables to OUT/scores/): drift against the reference (OUT/drift.html,
+drift.json) and the severity rise (also the floor); the Great Expectations checks
+(OUT/data_docs/); give the verdict; record the run in the store (the trend); write monitor.json,
+monitor.md and monitor.html. Any error becomes the verdict "error", recorded and written like
+any other; the stored samples are never changed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -45,9 +47,16 @@ from hss_gate.settings import GateSettings, HssSettings, MonitorSettings, ScoreS
 from hss_gate.summary_checks import LengthPolicy
 from hss_gate.tables import OPTIONAL_COLUMNS
 from hss_gate.workflows.shared import as_floats, score_drift, score_frame, validate_tables
-from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Steps
+from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Say, Steps, silent
+
+if TYPE_CHECKING:
+    from hss_gate.workflows.gate import PerturbedTexts, ScorerLoader
 
 TREND_RUNS = 20
+
+Explain = Callable[[list[Any], list[Any]], dict[str, Any]]
+"""The attribution instability of a reference and a current window's samples (monitor.json's
+`attribution`)."""
 
 
 @dataclass
@@ -272,11 +281,13 @@ def compare_windows(
     steps: Steps,
     out_dir: Path | None = None,
     selection: dict[str, Any] | None = None,
+    explain: Explain | None = None,
 ) -> dict[str, Any]:
     """The current window (the model id's samples this run looks at) against the model's
     reference window: {"status": "compared" | "insufficient_data", the windows, the tests
     (blocking and reported), the Evidently drift of the windows, each signal's distribution,
-    reasons}."""
+    reasons}; with `explain`, also their attribution instability ("attribution", its reported
+    test among the tests)."""
     from hss_gate.monitor import (
         reported_window_tests,
         window_distributions,
@@ -327,6 +338,9 @@ def compare_windows(
     current_values = window_signal_values(cur.to_dict("records"))
     tests = steps.compute(window_tests, values, current_values, monitor.window_alpha)
     tests += steps.compute(reported_window_tests, values, current_values, monitor.reported_alpha)
+    attribution = {} if explain is None else {"attribution": explain(ref, current)}
+    if attribution and attribution["attribution"].get("test") is not None:
+        tests.append(attribution["attribution"]["test"])
     return windows | {
         "status": "compared",
         "checker": tools.checker.fingerprint,
@@ -334,6 +348,86 @@ def compare_windows(
         "drift": steps.compute(windows_drift, values, current_values, monitor, out_dir),
         "distributions": steps.compute(window_distributions, values, current_values),
         "reasons": [],
+        **attribution,
+    }
+
+
+def newest_samples(samples: list[Any], n: int) -> list[Any]:
+    """The n newest samples, newest first."""
+    return sorted(samples, key=lambda s: s.timestamp, reverse=True)[:n]
+
+
+def attribute_windows(
+    settings: HssSettings,
+    model: str,
+    reference: list[Any],
+    current: list[Any],
+    perturbed: PerturbedTexts,
+    scorers: ScorerLoader,
+    steps: Steps,
+    say: Say = silent,
+) -> dict[str, Any]:
+    """On request (monitor.attribution_documents = N > 0): the attribution instability of the
+    newest N served samples of each window with the deployed model's likelihood, the served
+    summary as the target, each sample's document perturbed by the gate's perturbations (the
+    gate's explainer settings, gate.attribution; results cached per sample), and the reported
+    one-sided Mann-Whitney test that it rose. A model without a likelihood is not measured,
+    with the reason. `perturbed` and `scorers` are the gate's (workflows.gate)."""
+    from hss_gate.gate_attribution import windows_record
+    from hss_gate.monitor import attribution_window_test
+    from hss_gate.workflows.gate import Role, attribute_side
+
+    n = settings.monitor.attribution_documents
+    loaded: dict[str, Any] = {}
+
+    def once(uri: str, role_settings: HssSettings) -> Any:  # one model for both windows
+        if "scorer" not in loaded:
+            loaded["scorer"] = scorers(uri, role_settings)
+        return loaded["scorer"]
+
+    sides = {}
+    for name, samples in (("reference", reference), ("current", current)):
+        chosen = newest_samples(samples, n)
+        docs = steps.compute(samples_to_documents, chosen) if chosen else []
+        summaries = {s.sample_id: s.summary for s in chosen}
+        role = Role(f"{name} window", model, settings)
+        sides[name] = attribute_side(role, docs, summaries, perturbed, once, say)
+    ref, cur = sides["reference"], sides["current"]
+    test = steps.compute(
+        attribution_window_test,
+        list(ref.values().values()),
+        list(cur.values().values()),
+        settings.monitor.reported_alpha,
+    )
+    return steps.compute(
+        windows_record,
+        ref,
+        cur,
+        settings.gate.attribution,
+        n,
+        test,
+        resamples=settings.score.bootstrap_resamples,
+        confidence=settings.score.confidence,
+        seed=settings.perturb.seed,
+    )
+
+
+def attribution_entry(requested: int, windows: dict[str, Any]) -> dict[str, Any]:
+    """monitor.json's `attribution` when requested: the windows' record, or (the windows not
+    compared) not measured with the reason, never 0."""
+    if "attribution" in windows:
+        return windows.pop("attribution")
+    reasons = "; ".join(windows.get("reasons") or []) or "insufficient data"
+    return not_measured(requested, f"the windows were not compared ({reasons})")
+
+
+def not_measured(requested: int, reason: str) -> dict[str, Any]:
+    """monitor.json's `attribution` when nothing was measured, with the reason (never 0)."""
+    return {
+        "requested_samples": requested,
+        "measured": False,
+        "not_measured": reason,
+        "blocking": False,
     }
 
 
@@ -461,11 +555,15 @@ def _check_live(
     runner: ModelRunner,
     steps: Steps,
     progress: Progress,
+    scorers: ScorerLoader | None = None,
+    perturbed: PerturbedTexts | None = None,
 ) -> dict[str, Any]:
     """The current window against the model's own reference window and the served
     summaries' checks; unless served_only, also the deployed model's rescoring of the newest
     samples: severity rise and drift (with the served rises: the absolute floor) and the
-    suite checks."""
+    suite checks; on request (monitor.attribution_documents) the windows' attribution
+    instability, reported only. `scorers` and `perturbed` replace the attribution's model and
+    perturbations (tests)."""
     size = request.sample_size or settings.monitor.sample_size
     if size < 1:
         raise InputError("--sample-size must be at least 1")
@@ -482,11 +580,31 @@ def _check_live(
     steps.compute(
         require_same_checker, settings.monitor.reference, scored_by, tools.checker.fingerprint
     )
+    requested = settings.monitor.attribution_documents
+    explain: Explain | None = None
+    if requested > 0:
+        from hss_gate.workflows.gate import gate_perturbations, load_attribution_scorer
+
+        def explain(ref: list[Any], current: list[Any]) -> dict[str, Any]:
+            try:
+                return attribute_windows(
+                    settings,
+                    model,
+                    ref,
+                    current,
+                    perturbed or gate_perturbations(runner),
+                    scorers or load_attribution_scorer,
+                    steps,
+                )
+            except Exception as exc:  # reported only: its failure never changes the verdict
+                return not_measured(requested, f"could not explain: {error_message(exc)}")
+
     if not recent:  # monitor.model_id has no samples, or none since the last run
         windows = compare_windows(
             store, settings, tools, model_id, recent, pd.DataFrame(), steps, out_dir, selection
         )
-        return {
+        extra = {"attribution": attribution_entry(requested, windows)} if requested > 0 else {}
+        return extra | {
             "windows": windows,
             "decision": "insufficient_data",
             "reasons": windows["reasons"],
@@ -500,8 +618,9 @@ def _check_live(
         }
     live = pd.DataFrame(steps.compute(served_signals, recent, tools, settings))
     windows = compare_windows(
-        store, settings, tools, model_id, recent, live, steps, out_dir, selection
+        store, settings, tools, model_id, recent, live, steps, out_dir, selection, explain
     )
+    extra = {"attribution": attribution_entry(requested, windows)} if requested > 0 else {}
     served = steps.compute(served_comparison, live, reference, settings)
     if request.served_only:
         current, rise, drift, warnings = live, None, None, []
@@ -522,7 +641,7 @@ def _check_live(
     )
     decision, reasons = windowed_verdict(decision, reasons, windows)
     notes = [] if blocking else floor_notes(served, rise, drift)
-    return {
+    return extra | {
         "windows": windows,
         "notes": notes + windows_notes(windows),
         "served": served,
@@ -644,8 +763,11 @@ def run_monitor(
     runner: ModelRunner,
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
+    scorers: ScorerLoader | None = None,
+    perturbed: PerturbedTexts | None = None,
 ) -> Outcome[dict[str, Any]]:
     """Run the monitor's steps in order, record the run and write the reports; fails closed.
+    `scorers` and `perturbed` replace the attribution's model and perturbations (tests).
 
     Raises ReportError only when not even monitor.json can be written."""
     started = dt.datetime.now(dt.UTC)
@@ -665,7 +787,18 @@ def run_monitor(
             model = model or settings.run.production_model
             result["model"] = redacted_uri(model)
             store = steps.io(open_store, request.samples or settings.monitor.samples_url)
-            result |= _check_live(settings, store, request, model, out_dir, runner, steps, progress)
+            result |= _check_live(
+                settings,
+                store,
+                request,
+                model,
+                out_dir,
+                runner,
+                steps,
+                progress,
+                scorers,
+                perturbed,
+            )
         except KeyboardInterrupt as exc:
             error = exc
             result |= {"decision": "error", "reasons": ["interrupted"]}
