@@ -79,6 +79,7 @@ def main() -> None:
         print(
             f"\n== {doc.doc_id}: {m} sentences, swaps {p.swaps}, budget {budget}, {seconds:.0f} s"
         )
+        print(f"base summary: {base}\nperturbed summary (swaps restored): {restored}")
         print(change.report(), flush=True)
 
 
