@@ -27,6 +27,17 @@ DOCS = [
 ]
 
 
+def fake_toolkit() -> Toolkit:
+    """The experiment's tools as fakes (tagger, checker, embedder) over the test lexicon."""
+    return Toolkit(
+        tagger=FakeTagger(),
+        vectors=VECTORS,
+        lexicon=LEXICON,
+        embedder=HashingEmbedder(),
+        checker=FakeChecker(),
+    )
+
+
 @pytest.fixture()
 def settings() -> HssSettings:
     return HssSettings(
@@ -44,13 +55,7 @@ def settings() -> HssSettings:
 
 
 def test_run_experiment_on_fakes(settings, tmp_path):
-    tools = Toolkit(
-        tagger=FakeTagger(),
-        vectors=VECTORS,
-        lexicon=LEXICON,
-        embedder=HashingEmbedder(),
-        checker=FakeChecker(),
-    )
+    tools = fake_toolkit()
     cache = Cache(tmp_path / "cache")
 
     def score(uri, docs, run_settings, normalization, progress=None):
@@ -205,13 +210,7 @@ def test_external_documents(tmp_path):
 def test_attribution_hook_adds_instability_for_models_with_likelihoods(settings, tmp_path):
     from hss_gate.research.experiment_run import attribution_hook
 
-    tools = Toolkit(
-        tagger=FakeTagger(),
-        vectors=VECTORS,
-        lexicon=LEXICON,
-        embedder=HashingEmbedder(),
-        checker=FakeChecker(),
-    )
+    tools = fake_toolkit()
     settings.experiment.shap_max_evals = 16
     settings.experiment.lime_samples = 16
     hook = attribution_hook(settings, tools, Cache(tmp_path / "cache"))
@@ -231,13 +230,7 @@ def test_attribution_hook_explains_sentences_with_the_gates_explainer(settings, 
     from hss_gate.research.experiment_run import attribution_hook, explained_perturbations
     from hss_gate.research.likelihood import load_scorer
 
-    tools = Toolkit(
-        tagger=FakeTagger(),
-        vectors=VECTORS,
-        lexicon=LEXICON,
-        embedder=HashingEmbedder(),
-        checker=FakeChecker(),
-    )
+    tools = fake_toolkit()
     settings.experiment.attribution_methods = ["sentence_shap", "sentence_lime"]
     cache = Cache(tmp_path / "cache")
     base = {d.doc_id: "the council approved the plan" for d in DOCS[:2]}
@@ -273,13 +266,7 @@ def test_attribution_hook_explains_sentences_with_the_gates_explainer(settings, 
 def test_attribution_models_limit_which_models_are_explained(settings, tmp_path):
     settings.experiment.attribution_models = ["fake:unstable"]
     settings.experiment.ablation_documents = 0
-    tools = Toolkit(
-        tagger=FakeTagger(),
-        vectors=VECTORS,
-        lexicon=LEXICON,
-        embedder=HashingEmbedder(),
-        checker=FakeChecker(),
-    )
+    tools = fake_toolkit()
     cache = Cache(tmp_path / "cache")
     norm = compute_normalization(
         [("news", 0.5, 0.6), ("legal", 0.4, 0.5)],
