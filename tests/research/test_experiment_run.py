@@ -7,15 +7,14 @@ import pytest
 
 from hss_gate.cache import Cache
 from hss_gate.corpus import Document
-from hss_gate.embedding import HashingEmbedder
 from hss_gate.normalization import compute_normalization
-from hss_gate.pipeline import Toolkit, score_documents
+from hss_gate.pipeline import score_documents
 from hss_gate.research.experiment_report import localization_section, write_report
 from hss_gate.research.experiment_run import external_documents, run_experiment
 from hss_gate.settings import ExperimentSettings, HssSettings, PerturbSettings
 from hss_gate.summarizers import load_summarizer
-from tests.conftest import FakeChecker, FakeTagger
-from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
+from tests.unit.test_perturb import TEXT
+from tests.unit.test_pipeline_fakes import _toolkit as fake_toolkit
 
 pytestmark = pytest.mark.unit
 
@@ -25,17 +24,6 @@ DOCS = [
         [("news", "council"), ("legal", "court"), ("news", "board"), ("legal", "panel")]
     )
 ]
-
-
-def fake_toolkit() -> Toolkit:
-    """The experiment's tools as fakes (tagger, checker, embedder) over the test lexicon."""
-    return Toolkit(
-        tagger=FakeTagger(),
-        vectors=VECTORS,
-        lexicon=LEXICON,
-        embedder=HashingEmbedder(),
-        checker=FakeChecker(),
-    )
 
 
 @pytest.fixture()
