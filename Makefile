@@ -9,7 +9,7 @@ CANDIDATE ?= gguf:smollm2-135m-instruct
 OUT ?= outputs/score
 QUICKSTART_OUT ?= outputs/quickstart
 
-.PHONY: setup quickstart score baseline repro gate monitor experiment bench bench-quick bench-targets test test-unit test-fast lint
+.PHONY: setup quickstart score baseline repro gate monitor experiment bench bench-quick bench-targets bench-attribution test test-unit test-fast lint
 
 setup:
 	bash scripts/setup.sh
@@ -45,6 +45,9 @@ bench-quick:  # the same measurements on 2 documents, a cold gate and the quicks
 
 bench-targets:  # only the speed targets: floor_ratio on the corpus, the checker, the Qwen-size gate
 	$(VENV)/hss bench --targets --out $(BENCH_OUT)-targets
+
+bench-attribution:  # only sentence-level attribution's fidelity and cost on 10 documents: ~50 min
+	$(VENV)/hss bench --attribution --out $(BENCH_OUT)-attribution
 
 lint:
 	$(VENV)/ruff check hss_gate tests flows scripts

@@ -545,6 +545,14 @@ def bench(
             "the Qwen-size cold gate (~65 min)",
         ),
     ] = False,
+    attribution: Annotated[
+        bool,
+        typer.Option(
+            "--attribution",
+            help="only sentence-level attribution: fidelity against a 10x reference on 10 "
+            "documents, noise floor, seconds per document (~50 min)",
+        ),
+    ] = False,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Time the pipeline against the generation floor, a naive pipeline, a warm rerun, a cold
@@ -553,7 +561,7 @@ def bench(
     from hss_gate.research.bench_run import markdown, run_bench
 
     out_dir = Path(out or _settings(params).run.bench_out)
-    plan = plan_for(quick, model, documents, quickstart, targets)
+    plan = plan_for(quick, model, documents, quickstart, targets, attribution)
     result = run_bench(plan, params, out_dir, say=_say)
     _say(markdown(result))
     console.print(f"wrote {out_dir}/bench.json, bench.md and figures/")

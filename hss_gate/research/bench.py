@@ -98,6 +98,22 @@ TARGETS = BenchPlan(
     quickstart=False,
     sentence_shap_documents=0,
 )
+# Sentence-level attribution alone (issue 26): fidelity of permutation SHAP (at 2 x M and 1 x M
+# evaluations) and LIME against a Kernel SHAP reference at 10x the main budget on the first 10
+# documents, the reference's seed-to-seed agreement on 3, the instability noise floor and seconds
+# per document. The pipeline steps run on 1 document only (bench.json's ratios need them).
+ATTRIBUTION = BenchPlan(
+    documents=1,
+    sample=0,
+    shap_documents=0,
+    dask=False,
+    gate_candidates=[],
+    quickstart=False,
+    checker_documents=0,
+    sentence_shap_per_sentence=[2.0, 1.0],
+    sentence_shap_self_documents=3,
+    sentence_shap_methods=["permutation", "lime"],
+)
 
 
 def plan_for(
@@ -106,6 +122,7 @@ def plan_for(
     documents: int | None = None,
     quickstart: bool = True,
     targets: bool = False,
+    attribution: bool = False,
 ) -> BenchPlan:
     """The quick, full or targets plan, for another model or number of documents if given
     (the gate then runs that model on those documents)."""
@@ -115,9 +132,9 @@ def plan_for(
 
     if documents is not None and documents < 1:
         raise InputError("--documents must be at least 1")
-    if quick and targets:
-        raise InputError("--quick and --targets are two different plans: choose one")
-    plan = TARGETS if targets else QUICK if quick else FULL
+    if quick + targets + attribution > 1:
+        raise InputError("--quick, --targets and --attribution are different plans: choose one")
+    plan = ATTRIBUTION if attribution else TARGETS if targets else QUICK if quick else FULL
     return replace(
         plan,
         model=model or plan.model,

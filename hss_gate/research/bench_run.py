@@ -460,7 +460,7 @@ def checker_lines(checker: dict[str, Any] | None) -> list[str]:
     if checker is None:
         return []
     target = checker.get("target_s_per_pair", 1.0)
-    name = f"checker {checker['model']} per (document, summary) pair"
+    name = f"checker {checker.get('model', '')} per (document, summary) pair"
     if "skipped" in checker:
         return [f"| {name} | not measured ({checker['skipped']}) | <= {target:g} s | - |"]
     amortized = checker["amortized_s_per_pair"]
@@ -476,9 +476,10 @@ def checker_lines(checker: dict[str, Any] | None) -> list[str]:
 
 
 def sentence_shap_lines(result: dict[str, Any] | None) -> list[str]:
-    """Sentence-level Kernel SHAP against its 10x reference (median and worst Spearman, the
-    evaluation fraction, seconds per document) as rows of the ratio table (none for a
-    bench.json from before the step existed)."""
+    """Sentence-level attribution against its 10x Kernel SHAP reference as rows of the ratio
+    table: the headline method's median and worst Spearman, evaluation fraction and seconds per
+    explanation, then every other (method, budget) of the curve (none for a bench.json from
+    before the step existed)."""
     if result is None:
         return []
     name = "sentence SHAP vs 10x reference"
@@ -491,12 +492,26 @@ def sentence_shap_lines(result: dict[str, Any] | None) -> list[str]:
     self_text = "not measured" if self_rho is None else f"{self_rho:.3f}"
     fraction, seconds = result["eval_fraction"], result["seconds_per_document"]
     median, worst = result["spearman_median"], result["spearman_worst"]
-    return [
-        f"| {name}: Spearman median, {docs} (reference self-Spearman {self_text}) "
+    floor = result.get("noise_floor") or {}
+    floor_text = f", instability noise floor {floor['rank']:.3f}" if "rank" in floor else ""
+    lines = [
+        f"| {name}: Spearman median, {docs} (reference self-Spearman {self_text}{floor_text}) "
         f"| {median:.3f} | >= 0.9 | {'yes' if median >= 0.9 else 'no'} |",
         f"| {name}: Spearman worst | {worst:.3f} | >= 0.9 | {'yes' if worst >= 0.9 else 'no'} |",
         f"| {name}: evaluation fraction | {fraction:.3f} | <= 0.2 "
         f"| {'yes' if fraction <= 0.2 else 'no'} |",
-        f"| {name}: seconds per document | {seconds:.1f} | <= 30.0 "
+        f"| {name}: seconds per explanation | {seconds:.1f} | <= 30.0 "
         f"| {'yes' if seconds <= 30 else 'no'} |",
     ]
+    main_budget = result.get("settings", {}).get("per_sentence", [2.0])[0]
+    headline = f"{method}@{main_budget:g}xM"
+    for key, row in result.get("curve", {}).items():
+        if key == headline:
+            continue  # the rows above
+        lines.append(
+            f"| sentence {key}: Spearman median / worst, evaluation fraction "
+            f"{row['eval_fraction']:.3f}, {row['seconds_per_document']:.1f} s "
+            f"| {row['spearman_median']:.3f} / {row['spearman_worst']:.3f} | >= 0.9 "
+            f"| {'yes' if row['spearman_median'] >= 0.9 else 'no'} |"
+        )
+    return lines
