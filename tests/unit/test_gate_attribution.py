@@ -31,6 +31,8 @@ from hss_gate.settings import GateAttributionSettings, HssSettings
 from hss_gate.workflows.gate import GateRun, Look, Role, add_attribution, attribute
 from hss_gate.workflows.steps import DIRECT
 
+pytestmark = pytest.mark.unit
+
 TEXTS = {
     "d1": "Alpha beta gamma. Delta epsilon zeta. Eta theta iota kappa.",
     "d2": "One two three four. Five six. Seven eight nine.",
@@ -124,7 +126,11 @@ def _run(tmp_path: Path, n: int, bound: float | None = None, production: str = "
     gate = settings.gate.model_copy(
         update={"attribution_documents": n, "max_attribution_instability": bound}
     )
-    settings = settings.model_copy(update={"gate": gate})
+    # the run cache and the baseline in the test's folder, never the repository's
+    paths = settings.run.model_copy(
+        update={"cache_dir": str(tmp_path / "cache"), "baseline_dir": str(tmp_path / "baseline")}
+    )
+    settings = settings.model_copy(update={"gate": gate, "run": paths})
     docs = [Document(doc_id=d, text=t) for d, t in TEXTS.items()]
     run = GateRun(
         settings,
