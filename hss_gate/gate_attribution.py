@@ -19,6 +19,8 @@ summary as the target, the newest N of its reference and of its current window w
 deployed model: `windows_record` compares the two windows (independent samples: a bootstrap CI
 of the difference of the means; the reported Mann-Whitney test is hss_gate.monitor's).
 
+`explain_documents` is the one route of the gate and the monitor.
+
 Pure given the scorer: the model, the cache and the perturbations are the caller's.
 """
 
@@ -27,14 +29,16 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from hss_gate.cache import content_key
-from hss_gate.settings import GateAttributionSettings
+from hss_gate.corpus import Document
+from hss_gate.errors import ModelError
+from hss_gate.settings import GateAttributionSettings, HssSettings
 from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 
 COLUMN = "attribution_instability"
@@ -60,6 +64,20 @@ class ExplainedDocument:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def load_attribution_scorer(uri: str, settings: HssSettings) -> Any:
+    """The teacher-forced likelihood scorer of a model URI with the role's prompt settings
+    (gate.attribution's engine); ModelError for a model without one."""
+    from hss_gate.likelihood import likelihood_scorer
+    from hss_gate.summarizers.stored import SCHEME as SUMMARIES_SCHEME
+
+    if uri.partition(":")[0] == SUMMARIES_SCHEME:
+        raise ModelError("stored summaries: no model, so no likelihood to explain")
+    config = settings.gate.attribution
+    return likelihood_scorer(
+        uri, settings.generate, settings.run.models_dir, config.backend, config.dtype
+    )
 
 
 def explained_words(settings: Any) -> int:
@@ -187,6 +205,40 @@ def explain_cached(
     if cache is not None:
         cache.put_many(NAMESPACE, {key: json.dumps(result.to_dict()).encode()})
     return result
+
+
+def in_explained_order(made: Sequence[tuple[int, str]]) -> list[str]:
+    """A document's perturbed texts, (index within its band, text) in the pipeline's order (band
+    by band), in the order a side explains them: index 0 of every band in turn, then index 1."""
+    return [text for _, text in sorted(made, key=lambda item: item[0])]
+
+
+def explain_documents(
+    scorer: Any,
+    cache: Any,
+    docs: Sequence[Document],
+    base: Mapping[str, str],
+    texts: Mapping[str, Sequence[str]],
+    settings: HssSettings,
+    on_document: Callable[[ExplainedDocument], None] = lambda explained: None,
+) -> list[tuple[str, ExplainedDocument]]:
+    """(run-cache key, result) of each document: explained against its base summary
+    `base[doc_id]` with the first gate.attribution.perturbations of its perturbed texts
+    `texts[doc_id]` (in_explained_order), read from the cache when there (explain_cached). The
+    one route of the gate's sides and the monitor's windows."""
+    config = settings.gate.attribution
+    max_words, seed = explained_words(settings), settings.perturb.seed
+    out: list[tuple[str, ExplainedDocument]] = []
+    for doc in docs:
+        summary = base[doc.doc_id]
+        chosen = list(texts.get(doc.doc_id, []))[: config.perturbations]
+        key = result_key(scorer.fingerprint, doc.text, summary, chosen, config, max_words, seed)
+        explained = explain_cached(
+            scorer, cache, doc.doc_id, doc.text, summary, chosen, config, max_words, seed
+        )
+        on_document(explained)
+        out.append((key, explained))
+    return out
 
 
 @dataclass

@@ -46,6 +46,7 @@ from hss_gate.gate import (
     facts_bounds_relative_to,
     look_verdict,
 )
+from hss_gate.gate_attribution import load_attribution_scorer
 from hss_gate.inputs import load_normalization
 from hss_gate.io import write_json_atomic, write_text_atomic
 from hss_gate.normalization import Normalization
@@ -489,24 +490,12 @@ PerturbedTexts = Callable[[Role, Sequence[Document]], dict[str, list[str]]]
 """A role's perturbed versions of each document: the texts HSS scored."""
 
 
-def load_attribution_scorer(uri: str, settings: HssSettings) -> Any:
-    """The teacher-forced likelihood scorer of a model URI with the role's prompt settings
-    (gate.attribution's engine); ModelError for a model without one."""
-    from hss_gate.likelihood import likelihood_scorer
-
-    if uri.partition(":")[0] == SUMMARIES_SCHEME:
-        raise ModelError("stored summaries: no model, so no likelihood to explain")
-    config = settings.gate.attribution
-    return likelihood_scorer(
-        uri, settings.generate, settings.run.models_dir, config.backend, config.dtype
-    )
-
-
 def gate_perturbations(runner: ModelRunner) -> PerturbedTexts:
     """The perturbed texts HSS scored (hss_gate.pipeline.make_perturbations, from the cache)."""
 
     def texts(role: Role, docs: Sequence[Document]) -> dict[str, list[str]]:
         from hss_gate.cache import Cache
+        from hss_gate.gate_attribution import in_explained_order
         from hss_gate.pipeline import make_perturbations
 
         cache = Cache(role.settings.run.cache_dir)
@@ -515,7 +504,7 @@ def gate_perturbations(runner: ModelRunner) -> PerturbedTexts:
         finally:
             cache.close()
         return {
-            doc_id: [p.text for p in sorted(ps, key=lambda p: p.index)]
+            doc_id: in_explained_order([(p.index, p.text) for p in ps])
             for doc_id, ps in made.items()
         }
 
@@ -533,7 +522,7 @@ def attribute_side(
     """One side's attribution instability on `docs` (hss_gate.gate_attribution.Side); a model
     without a likelihood is not measured, with the reason."""
     from hss_gate.cache import Cache
-    from hss_gate.gate_attribution import Side, explain_cached, explained_words
+    from hss_gate.gate_attribution import Side, explain_documents
 
     side = Side(redacted_uri(role.uri))
     started = dt.datetime.now(dt.UTC)
@@ -544,31 +533,21 @@ def attribute_side(
         say(f"attribution {role.name}: not measured ({side.not_measured})")
         return side
     side.load_seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
-    config = role.settings.gate.attribution
     texts = perturbed(role, docs)
+
+    def said(explained: Any) -> None:
+        say(
+            f"attribution {role.name} {explained.doc_id}: rank instability {explained.rank:.3f} "
+            f"({explained.sentences} sentences, {explained.evaluations} evaluations, "
+            f"{'cached' if explained.cached else f'{explained.seconds:.1f} s'})"
+        )
+
     cache = Cache(role.settings.run.cache_dir)
     try:
-        for doc in docs:
-            chosen = texts.get(doc.doc_id, [])[: config.perturbations]
-            explained = explain_cached(
-                scorer,
-                cache,
-                doc.doc_id,
-                doc.text,
-                base[doc.doc_id],
-                chosen,
-                config,
-                explained_words(role.settings),
-                role.settings.perturb.seed,
-            )
-            side.documents.append(explained)
-            say(
-                f"attribution {role.name} {doc.doc_id}: rank instability {explained.rank:.3f} "
-                f"({explained.sentences} sentences, {explained.evaluations} evaluations, "
-                f"{'cached' if explained.cached else f'{explained.seconds:.1f} s'})"
-            )
+        found = explain_documents(scorer, cache, docs, base, texts, role.settings, said)
     finally:
         cache.close()
+    side.documents = [explained for _, explained in found]
     return side
 
 
