@@ -2,8 +2,10 @@
 
 The stages are hss_gate.workflows.baseline's: `scores` (score the reference corpus with the
 production model), `constants` (per-category normalization constants M_c from the reference
-distances) and `metrics` (the production model's per-document HSS and headline metrics). This
-flow runs each step as a Prefect task (I/O retried) and scores on Dask when asked.
+distances) and `metrics` (the production model's per-document HSS and headline metrics); on
+its own, `attribution` (hss_gate.workflows.baseline_attribution: production's attribution
+results for the gate to restore). This flow runs each step as a Prefect task (I/O retried) and
+scores on Dask when asked.
 
     python -m flows.baseline --limit 4 --out /tmp/baseline
 """
@@ -19,6 +21,7 @@ from flows.scoring import DaskRunner, add_common_arguments
 from flows.tasks import PREFECT_STEPS, settings_loader
 from hss_gate.progress import plain_progress
 from hss_gate.workflows.baseline import STAGES
+from hss_gate.workflows.baseline_attribution import STAGE as ATTRIBUTION_STAGE
 
 
 @flow(name="baseline", log_prints=True)
@@ -42,9 +45,14 @@ def baseline_flow(
     and, when the metrics stage ran, the metrics.
     """
     from hss_gate.workflows.baseline import run_baseline
+    from hss_gate.workflows.baseline_attribution import run_attribution_stage
 
     logger = get_run_logger()
     settings = PREFECT_STEPS.io(settings_loader(params, {"perturb__k": k, **(overrides or {})}))
+    if stage == ATTRIBUTION_STAGE:
+        return run_attribution_stage(
+            settings, model=model, corpus=corpus, out=out, steps=PREFECT_STEPS, say=logger.info
+        )
     with plain_progress(logger.info) as progress:
         return run_baseline(
             settings,
@@ -66,7 +74,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--model", default=None, help="default: run.production_model")
     parser.add_argument("--corpus", default=None, help="default: run.corpus")
     parser.add_argument("--out", default=None, help="default: run.baseline_dir")
-    parser.add_argument("--stage", default="all", choices=STAGES)
+    parser.add_argument("--stage", default="all", choices=[*STAGES, ATTRIBUTION_STAGE])
     parser.add_argument("--limit", type=int, default=None, help="only the first N documents")
     parser.add_argument("-k", type=int, default=None, help="perturbations per strength")
     add_common_arguments(parser)

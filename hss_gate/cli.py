@@ -196,15 +196,28 @@ def baseline(
     model: ProductionOpt = None,
     corpus: CorpusOpt = None,
     out: OutOpt = None,
-    stage: Annotated[str, typer.Option(help="scores | constants | metrics | all")] = "all",
+    stage: Annotated[
+        str,
+        typer.Option(
+            help="scores | constants | metrics | all (those three) | attribution (production's "
+            "SHAP results for the gate to restore; costly: README)"
+        ),
+    ] = "all",
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """The production baseline (what `dvc repro` runs): reference scores, the normalization
-    constants M_c, and the production model's metrics on the reference corpus."""
+    constants M_c, and the production model's metrics on the reference corpus; on its own
+    stage, production's attribution results."""
     from hss_gate.runner import LocalRunner
-    from hss_gate.workflows.baseline import run_baseline
+    from hss_gate.workflows.baseline import STAGES, run_baseline
+    from hss_gate.workflows.baseline_attribution import STAGE, run_attribution_stage
 
+    if stage not in (*STAGES, STAGE):
+        raise InputError(f"--stage: unknown '{stage}'; choose from {', '.join(STAGES)}, {STAGE}")
     settings = _settings(params)
+    if stage == STAGE:
+        run_attribution_stage(settings, model=model, corpus=corpus, out=out, say=_say)
+        return
     with progress_reporter(console) as progress:
         run_baseline(
             settings,

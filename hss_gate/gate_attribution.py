@@ -45,6 +45,7 @@ COLUMN = "attribution_instability"
 MEASURE = "rank instability (1 - Spearman) of sentence-level SHAP, original vs perturbed, 0-2"
 ALGORITHM = "gate-attribution-v1"  # bump when what a cached result holds changes
 NAMESPACE = "gate_attribution"
+BASELINE_FILE = "attribution.jsonl"  # in run.baseline_dir: production's stored results
 
 
 @dataclass

@@ -461,6 +461,19 @@ class RunSettings(BaseModel):
     bench_out: str = "outputs/bench"
 
 
+class BaselineSettings(BaseModel):
+    """The production baseline's stages beyond the reference scores (`hss baseline --stage`,
+    dvc.yaml); where they write is run.baseline_dir."""
+
+    attribution_documents: int = Field(
+        4,
+        ge=0,
+        description="stage attribution: production's attribution results (the gate's explainer, "
+        "gate.attribution) of the first N documents a gate explains, stored for every gate to "
+        "restore instead of explaining production again (0: none)",
+    )
+
+
 class AlertSettings(BaseModel):
     """Notifications of a monitor verdict beyond the exit code (docs/ALERTING.md)."""
 
@@ -502,6 +515,7 @@ class HssSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HSS_", env_nested_delimiter="__", extra="ignore")
 
     run: RunSettings = Field(default_factory=RunSettings)
+    baseline: BaselineSettings = Field(default_factory=BaselineSettings)
     perturb: PerturbSettings = Field(default_factory=PerturbSettings)
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     score: ScoreSettings = Field(default_factory=ScoreSettings)

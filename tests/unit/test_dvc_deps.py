@@ -39,6 +39,12 @@ ENTRIES = {
         "hss_gate.baseline:score_metrics",
         "hss_gate.io:write_csv_atomic",
     ),
+    # hss baseline --stage attribution: production's attribution results, with the scorer the
+    # gate loads (the stage's default) and the settings the CLI gives it
+    "attribution": (
+        "hss_gate.workflows.baseline_attribution:run_attribution_stage",
+        "hss_gate.settings:load_settings",
+    ),
     # hss factuality --train: the FactCC-style checker's weights
     "factcc": ("hss_gate.workflows.factuality:consistency_scorer",),
 }
