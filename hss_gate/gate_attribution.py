@@ -19,7 +19,14 @@ summary as the target, the newest N of its reference and of its current window w
 deployed model: `windows_record` compares the two windows (independent samples: a bootstrap CI
 of the difference of the means; the reported Mann-Whitney test is hss_gate.monitor's).
 
-`explain_documents` is the one route of the gate and the monitor.
+Production's results are restored with the baseline, as its summaries are: the dvc stage
+`attribution` (`hss baseline --stage attribution`) explains the first baseline.attribution_documents
+documents a gate explains with the production model and writes each result under its run-cache key
+to BASELINE/attribution.jsonl (`read_baseline_results` reads it back). The key holds the model's
+fingerprint, the document, the summary, the perturbed texts, the explainer's settings and the seed,
+so a stored result is used only where a gate would compute exactly it; a stale file misses and is
+recomputed. `explain_documents` is the one route of the gate, the monitor and the stage, so their
+keys agree.
 
 Pure given the scorer: the model, the cache and the perturbations are the caller's.
 """
@@ -31,13 +38,16 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
 from hss_gate.cache import content_key
 from hss_gate.corpus import Document
-from hss_gate.errors import ModelError
+from hss_gate.errors import InputError, ModelError
+from hss_gate.jsonl import read_jsonl
 from hss_gate.settings import GateAttributionSettings, HssSettings
 from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 
@@ -226,7 +236,8 @@ def explain_documents(
     """(run-cache key, result) of each document: explained against its base summary
     `base[doc_id]` with the first gate.attribution.perturbations of its perturbed texts
     `texts[doc_id]` (in_explained_order), read from the cache when there (explain_cached). The
-    one route of the gate's sides and the monitor's windows."""
+    one route of the gate's sides, the monitor's windows and the baseline's stage, so that the
+    stage's keys are the gate's."""
     config = settings.gate.attribution
     max_words, seed = explained_words(settings), settings.perturb.seed
     out: list[tuple[str, ExplainedDocument]] = []
@@ -242,6 +253,35 @@ def explain_documents(
     return out
 
 
+def read_baseline_results(path: str | Path) -> dict[str, bytes] | None:
+    """The results the baseline's stage `attribution` stored (BASELINE/attribution.jsonl: one
+    {"key": run-cache key, "result": the cached value} a line), as run-cache items to seed
+    NAMESPACE with; None when the file is absent. A malformed line is an InputError
+    `file:line: why`."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    stored_result = TypeAdapter(ExplainedDocument)
+    items: dict[str, bytes] = {}
+    for number, row in read_jsonl(path):
+        key, result = row.get("key"), row.get("result")
+        if not isinstance(key, str) or not key or not isinstance(result, dict):
+            raise InputError(
+                f"{path}:{number}: expected an object with a `key` (text) and a `result` "
+                "(an object), as `hss baseline --stage attribution` writes them"
+            )
+        try:
+            stored = stored_result.validate_python(result)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "result"
+            raise InputError(
+                f"{path}:{number}: not an attribution result ({where}: {first['msg']})"
+            ) from exc
+        items[key] = json.dumps(stored.to_dict()).encode()
+    return items
+
+
 @dataclass
 class Side:
     """One side's explained documents, or why it was not measured."""
@@ -250,6 +290,7 @@ class Side:
     documents: list[ExplainedDocument] = field(default_factory=list)
     not_measured: str | None = None  # the reason, when the model has no likelihood
     load_seconds: float = 0.0  # building the scorer
+    restored: int = 0  # documents whose result was the baseline's (BASELINE/attribution.jsonl)
 
     def values(self) -> dict[str, float]:
         """doc_id -> rank instability (finite values only)."""
@@ -340,7 +381,9 @@ def attribution_record(
         "candidate": candidate.record(),
         "production": production.record(),
         "difference": difference,
-        "restored_with_baseline": False,
+        "restored_with_baseline": production.restored > 0,
+        # production's documents whose result was restored from the baseline's stored results
+        "production_restored": production.restored,
     }
 
 
@@ -353,7 +396,9 @@ def attribution_text(record: Mapping[str, Any]) -> str:
             return f"{name} not measured ({s['not_measured']})"
         mean = s.get("mean")
         shown = "n/a" if mean is None else f"{mean:.3f}"
-        return f"{name} {shown} on {s['documents']} document(s)"
+        text = f"{name} {shown} on {s['documents']} document(s)"
+        restored = record.get(f"{name}_restored")
+        return text + (f" ({restored} restored from the baseline)" if restored else "")
 
     text = (
         f"attribution instability (rank, sentence SHAP): {side('candidate')}, {side('production')}"

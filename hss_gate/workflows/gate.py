@@ -518,11 +518,14 @@ def attribute_side(
     perturbed: PerturbedTexts,
     scorers: ScorerLoader,
     say: Say = silent,
+    restore: Mapping[str, bytes] | None = None,
 ) -> Any:
     """One side's attribution instability on `docs` (hss_gate.gate_attribution.Side); a model
-    without a likelihood is not measured, with the reason."""
+    without a likelihood is not measured, with the reason. `restore`: stored results (the
+    baseline's, hss_gate.gate_attribution.read_baseline_results) put into the run cache first;
+    the side counts the documents whose result was one of them."""
     from hss_gate.cache import Cache
-    from hss_gate.gate_attribution import Side, explain_documents
+    from hss_gate.gate_attribution import NAMESPACE, Side, explain_documents
 
     side = Side(redacted_uri(role.uri))
     started = dt.datetime.now(dt.UTC)
@@ -544,10 +547,18 @@ def attribute_side(
 
     cache = Cache(role.settings.run.cache_dir)
     try:
+        if restore:
+            cache.put_many(NAMESPACE, dict(restore))
         found = explain_documents(scorer, cache, docs, base, texts, role.settings, said)
     finally:
         cache.close()
     side.documents = [explained for _, explained in found]
+    if restore is not None:
+        side.restored = sum(key in restore for key, _ in found)
+        say(
+            f"attribution {role.name}: {side.restored} of {len(docs)} documents restored from "
+            "the baseline"
+        )
     return side
 
 
@@ -596,8 +607,11 @@ def attribute(
     """On request (gate.attribution_documents = N > 0): explain the deciding look's first N
     documents on both sides, add each side's `attribution_instability` column, and check the
     candidate's mean against gate.max_attribution_instability when it is set (the check joins
-    the look's checks, so it blocks like them). Returns decision.json's metrics.attribution."""
-    from hss_gate.gate_attribution import attribution_record
+    the look's checks, so it blocks like them). Production's results stored with the baseline
+    (BASELINE/attribution.jsonl, `hss baseline --stage attribution`) are restored first: a
+    document whose model, text, summary, perturbations and settings are the stored ones is not
+    explained again. Returns decision.json's metrics.attribution."""
+    from hss_gate.gate_attribution import BASELINE_FILE, attribution_record, read_baseline_results
 
     gate = run.settings.gate
     n = gate.attribution_documents
@@ -606,9 +620,14 @@ def attribute(
     by_id = {d.doc_id: d for d in run.docs}
     docs = [by_id[r["doc_id"]] for r in look.candidate.documents[:n]]
     say(f"attribution: {len(docs)} document(s) per side, sentence-level SHAP")
+    stored = Path(run.settings.run.baseline_dir) / BASELINE_FILE
+    restore = steps.io(read_baseline_results, stored)
+    if restore is None:
+        say(f"attribution production: no {stored}, nothing to restore")
     sides = {}
     for role, result in ((run.candidate, look.candidate), (run.production, look.production)):
-        side = attribute_side(role, docs, base_summaries(result), perturbed, scorers, say)
+        kept = restore if role is run.production else None
+        side = attribute_side(role, docs, base_summaries(result), perturbed, scorers, say, kept)
         add_attribution_column(result, side)  # in place: not a task that may copy its inputs
         sides[role.name] = side
     score = run.settings.score
