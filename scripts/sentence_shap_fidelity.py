@@ -3,15 +3,17 @@
     python scripts/sentence_shap_fidelity.py [--documents 10] [--per-sentence 2,1,4]
         [--reference-factor 10] [--methods permutation,kernel,lime] [--self-documents 10]
         [--max-sentences 0] [--skip 0] [--model gguf:smollm2-135m-instruct] [--out fidelity.json]
+        [--references bench.json]
 
 The first N reference documents (with at most --max-sentences sentences if given) are
 summarized by MODEL (its base summary, as `hss experiment` explains it); each summary's
 log-likelihood is explained over the source's sentences with the experiment's scorer (backend
 and dtype from params.yaml). Budgets are per sentence (4 = 4 x M evaluations; the first is the
 main one); the reference is Kernel SHAP at reference_factor x the largest budget, with its own
-seed and no shared evaluation. Prints the median and worst Spearman, the evaluation fraction,
-seconds per document, the reference's seed-to-seed Spearman, the noise floor of instability and
-the cost-fidelity curve, and writes them all as JSON
+seed and no shared evaluation (or, with --references, the references of an earlier run's
+bench.json or fidelity JSON, for more budgets against the same reference). Prints the median
+and worst Spearman, the evaluation fraction, seconds per document, the reference's seed-to-seed
+Spearman, the noise floor of instability and the cost-fidelity curve, and writes them as JSON
 (hss_gate.research.sentence_fidelity.measure_fidelity).
 """
 
@@ -43,6 +45,9 @@ def main() -> None:
     parser.add_argument("--model", default="gguf:smollm2-135m-instruct")
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--out", default="outputs/sentence_shap_fidelity.json")
+    parser.add_argument(
+        "--references", help="reuse this bench.json's or fidelity JSON's references"
+    )
     args = parser.parse_args()
 
     settings = load_settings(args.params)
@@ -56,6 +61,11 @@ def main() -> None:
     started = time.perf_counter()
     summaries = load_summarizer(args.model, settings).summarize([d.text for d in docs])
     print(f"{len(docs)} base summaries: {time.perf_counter() - started:.0f} s", flush=True)
+    stored = None
+    if args.references:
+        earlier = json.loads(Path(args.references).read_text())
+        earlier = earlier.get("sentence_shap", earlier)
+        stored = {row["doc_id"]: row["reference"] for row in earlier["per_document"]}
     scorer = load_scorer(args.model, settings, exp.attribution_backend, exp.attribution_dtype)
     result = measure_fidelity(
         scorer,
@@ -67,6 +77,7 @@ def main() -> None:
         settings.perturb.seed,
         max_words,
         say=lambda line: print(line, flush=True),
+        stored_references=stored,
     )
     load = os.getloadavg()
     result |= {

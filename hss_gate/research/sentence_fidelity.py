@@ -48,11 +48,13 @@ def fidelity_document(
     seed: int = 0,
     max_words: int = 1500,
     say: Callable[[str], None] = lambda line: None,
+    stored_reference: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The fidelity measurements of one document (module doc). The main budget is the first
     of `per_sentence`; the first method runs at every budget, the others at the main one. The
     reference is exact Shapley values when 2^M fits its budget (its self-agreement is then 1
-    by construction and not rerun)."""
+    by construction and not rerun), or `stored_reference` (an earlier run's row["reference"]
+    of the same document and summary: more budgets against the same reference, not rerun)."""
     m = sentence_features(document, max_words).n
     budgets = [budget_for(m, c) for c in per_sentence]
     reference_budget = round(reference_factor * max(budgets))
@@ -65,23 +67,38 @@ def fidelity_document(
         say(f"  {method} budget {budget}: {out.evaluations} evaluations, {out.seconds:.1f} s")
         return out
 
-    reference = run("kernel", reference_budget, REFERENCE_SEED + seed)
-    row: dict[str, Any] = {
-        "sentences": m,
-        "reference": {
-            "budget": reference_budget,
-            "evaluations": reference.evaluations,
-            "seconds": reference.seconds,
-            "values": [float(v) for v in reference.values],
-        },
-        "runs": [],
-    }
-    row["reference"]["exact"] = exact = 2**m <= reference_budget
+    if stored_reference is not None:
+        if len(stored_reference["values"]) != m:
+            raise ValueError(
+                f"the stored reference has {len(stored_reference['values'])} "
+                f"sentences, the document {m}"
+            )
+        reference_values, reference_evaluations = (
+            np.asarray(stored_reference["values"]),
+            stored_reference["evaluations"],
+        )
+        row: dict[str, Any] = {"sentences": m, "reference": dict(stored_reference), "runs": []}
+        self_check = False
+    else:
+        reference = run("kernel", reference_budget, REFERENCE_SEED + seed)
+        reference_values, reference_evaluations = reference.values, reference.evaluations
+        row = {
+            "sentences": m,
+            "reference": {
+                "budget": reference_budget,
+                "evaluations": reference.evaluations,
+                "seconds": reference.seconds,
+                "values": [float(v) for v in reference.values],
+            },
+            "runs": [],
+        }
+        row["reference"]["exact"] = 2**m <= reference_budget
+    exact = row["reference"]["exact"]
     if self_check and exact:  # exact Shapley values: the same with every seed, not rerun
         row["reference"]["self_spearman"] = 1.0
     elif self_check:
         again = run("kernel", reference_budget, SELF_SEED + seed)
-        row["reference"]["self_spearman"] = agreement(reference.values, again.values)
+        row["reference"]["self_spearman"] = agreement(reference_values, again.values)
         row["reference"]["self_evaluations"] = again.evaluations
     for method in methods:
         # the first method runs at every budget (the cost-fidelity curve), the others at the main
@@ -93,9 +110,9 @@ def fidelity_document(
                 "per_sentence": c,
                 "budget": budget,
                 "evaluations": first.evaluations,
-                "eval_fraction": first.evaluations / reference.evaluations,
+                "eval_fraction": first.evaluations / reference_evaluations,
                 "seconds": first.seconds,
-                "spearman": agreement(first.values, reference.values),
+                "spearman": agreement(first.values, reference_values),
                 "fit_r2": first.fit_r2,
             }
             if c == per_sentence[0]:  # the noise floor at the main budget: an independent seed
@@ -166,8 +183,10 @@ def measure_fidelity(
     seed: int = 0,
     max_words: int = 1500,
     say: Callable[[str], None] = lambda line: None,
+    stored_references: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """fidelity_document over (doc_id, document, summary) triples, then summarize_fidelity."""
+    """fidelity_document over (doc_id, document, summary) triples, then summarize_fidelity;
+    `stored_references` (doc_id -> an earlier run's reference) are reused, not rerun."""
     rows = []
     started = time.perf_counter()
     for i, (doc_id, document, summary) in enumerate(documents):
@@ -183,6 +202,7 @@ def measure_fidelity(
             seed,
             max_words,
             say,
+            (stored_references or {}).get(doc_id),
         )
         rows.append({"doc_id": doc_id} | row)
     return summarize_fidelity(rows, methods[0]) | {
