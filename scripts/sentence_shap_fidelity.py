@@ -3,7 +3,7 @@
     python scripts/sentence_shap_fidelity.py [--documents 10] [--per-sentence 2,1,4]
         [--reference-factor 10] [--methods permutation,kernel,lime] [--self-documents 10]
         [--max-sentences 0] [--skip 0] [--model gguf:smollm2-135m-instruct] [--out fidelity.json]
-        [--references bench.json]
+        [--references bench.json] [--no-noise-floor]
 
 The first N reference documents (with at most --max-sentences sentences if given) are
 summarized by MODEL (its base summary, as `hss experiment` explains it); each summary's
@@ -78,6 +78,7 @@ def main() -> None:
         max_words,
         say=lambda line: print(line, flush=True),
         stored_references=stored,
+        noise_floor=not args.no_noise_floor,
     )
     load = os.getloadavg()
     result |= {

@@ -49,6 +49,7 @@ def fidelity_document(
     max_words: int = 1500,
     say: Callable[[str], None] = lambda line: None,
     stored_reference: dict[str, Any] | None = None,
+    noise_floor: bool = True,
 ) -> dict[str, Any]:
     """The fidelity measurements of one document (module doc). The main budget is the first
     of `per_sentence`; the first method runs at every budget, the others at the main one. The
@@ -115,7 +116,8 @@ def fidelity_document(
                 "spearman": agreement(first.values, reference_values),
                 "fit_r2": first.fit_r2,
             }
-            if c == per_sentence[0]:  # the noise floor at the main budget: an independent seed
+            # the noise floor at the main budget: an independent seed
+            if noise_floor and c == per_sentence[0]:
                 second = run(method, budget, seed + budget + 1)
                 record["noise_floor"] = sentence_instability(first, second) | {
                     "spearman": agreement(first.values, second.values)
@@ -184,6 +186,7 @@ def measure_fidelity(
     max_words: int = 1500,
     say: Callable[[str], None] = lambda line: None,
     stored_references: dict[str, dict[str, Any]] | None = None,
+    noise_floor: bool = True,
 ) -> dict[str, Any]:
     """fidelity_document over (doc_id, document, summary) triples, then summarize_fidelity;
     `stored_references` (doc_id -> an earlier run's reference) are reused, not rerun."""
@@ -203,6 +206,7 @@ def measure_fidelity(
             max_words,
             say,
             (stored_references or {}).get(doc_id),
+            noise_floor,
         )
         rows.append({"doc_id": doc_id} | row)
     return summarize_fidelity(rows, methods[0]) | {

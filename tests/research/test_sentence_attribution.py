@@ -317,6 +317,47 @@ def test_fidelity_against_an_exact_reference_on_an_additive_scorer():
     assert result["reference_self_documents"] == 2 and result["noise_floor"]["rank"] >= 0
 
 
+def test_fidelity_reuses_a_stored_reference_without_rerunning_it():
+    from hss_gate.research.sentence_fidelity import measure_fidelity
+
+    doc = "Alpha beta gamma. Alpha alpha beta zeta. Alpha. Beta beta gamma zeta. Gamma alpha."
+    first = measure_fidelity(
+        OverlapScorer(), [("d", doc, "alpha beta")], per_sentence=[2.0], self_documents=0
+    )
+    stored = {"d": first["per_document"][0]["reference"] | {"values": [5.0, 4.0, 3.0, 2.0, 1.0]}}
+
+    class CountingScorer(OverlapScorer):
+        calls = 0
+
+        def loglik(self, documents, summary):
+            CountingScorer.calls += len(documents)
+            return super().loglik(documents, summary)
+
+    counting = CountingScorer()
+    again = measure_fidelity(
+        counting,
+        [("d", doc, "alpha beta")],
+        per_sentence=[4.0],
+        self_documents=1,
+        stored_references=stored,
+        noise_floor=False,
+    )
+    row = again["per_document"][0]
+    assert row["reference"]["values"] == [5.0, 4.0, 3.0, 2.0, 1.0]  # the stored one, not rerun
+    assert "self_spearman" not in row["reference"] and "noise_floor" not in row["runs"][0]
+    assert counting.calls == row["runs"][0]["evaluations"]  # only the budgeted run was scored
+    assert row["runs"][0]["eval_fraction"] == (
+        row["runs"][0]["evaluations"] / stored["d"]["evaluations"]
+    )
+    with pytest.raises(ValueError, match="sentences"):
+        measure_fidelity(
+            OverlapScorer(),
+            [("d", "One. Two.", "alpha")],
+            per_sentence=[2.0],
+            stored_references=stored,
+        )
+
+
 def test_explain_change_reports_instability_swaps_and_localization():
     from hss_gate.research.sentence_attribution import explain_change
 
