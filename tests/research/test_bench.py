@@ -229,3 +229,54 @@ def test_sentence_shap_rows_show_fidelity_against_the_reference():
     assert rows[1].endswith("| 0.810 | >= 0.9 | no |")
     assert rows[2].endswith("| 0.100 | <= 0.2 | yes |")
     assert rows[3].endswith("| 42.0 | <= 30.0 | no |")
+
+
+def test_sentence_shap_rows_list_every_other_point_of_the_curve():
+    curve = {
+        "permutation@2xM": {
+            "method": "permutation",
+            "spearman_median": 0.9,
+            "spearman_worst": 0.8,
+            "eval_fraction": 0.1,
+            "seconds_per_document": 12.0,
+        },
+        "lime@2xM": {
+            "method": "lime",
+            "spearman_median": 0.75,
+            "spearman_worst": 0.34,
+            "eval_fraction": 0.096,
+            "seconds_per_document": 14.0,
+        },
+    }
+    rows = sentence_shap_lines(
+        {
+            "documents": 10,
+            "spearman_median": 0.9,
+            "spearman_worst": 0.8,
+            "reference_self_spearman": 0.98,
+            "eval_fraction": 0.1,
+            "seconds_per_document": 12.0,
+            "noise_floor": {"rank": 0.155},
+            "settings": {"methods": ["permutation", "lime"], "per_sentence": [2.0]},
+            "curve": curve,
+        }
+    )
+    assert "instability noise floor 0.155" in rows[0]
+    assert len(rows) == 5  # the headline's four rows, then LIME's; the headline is not repeated
+    assert rows[4] == (
+        "| sentence lime@2xM: Spearman median / worst, evaluation fraction 0.096, 14.0 s "
+        "| 0.750 / 0.340 | >= 0.9 | no |"
+    )
+
+
+def test_the_attribution_plan_measures_sentence_fidelity_only():
+    from hss_gate.errors import InputError
+    from hss_gate.research.bench import plan_for
+
+    plan = plan_for(False, attribution=True)
+    assert plan.sentence_shap_documents == 10 and plan.sentence_shap_methods[0] == "permutation"
+    assert plan.documents == 1 and not plan.gate_candidates and not plan.checker_documents
+    assert not plan.quickstart and not plan.dask and plan.shap_documents == 0
+    with pytest.raises(InputError, match="choose one"):
+        plan_for(True, attribution=True)
+    assert checker_lines({"skipped": "not in this plan"})[0].endswith("| - |")
