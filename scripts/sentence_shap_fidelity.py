@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument(
         "--references", help="reuse this bench.json's or fidelity JSON's references"
     )
+    parser.add_argument("--no-noise-floor", action="store_true", help="no second seed per document")
     args = parser.parse_args()
 
     settings = load_settings(args.params)
