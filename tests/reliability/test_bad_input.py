@@ -818,7 +818,10 @@ def test_failure_midway_keeps_the_cache_and_previous_outputs(cli, tmp_path, endp
             "perturb:\n  tua: 0.5\n",
             "unknown setting 'perturb.tua' (a typo? known: word_vectors, tau,",
         ),
-        ("perturbs:\n  tau: 0.5\n", "unknown section 'perturbs' (known: run, perturb, generate,"),
+        (
+            "perturbs:\n  tau: 0.5\n",
+            "unknown section 'perturbs' (known: run, baseline, perturb, generate,",
+        ),
     ],
 )
 def test_invalid_params_name_the_key(cli, tmp_path, yaml_text, message):
