@@ -85,25 +85,25 @@ FINDING_CODES = {
     "documents.dropped": "stored summaries: documents without both summaries, dropped from "
     "the pairing, and summaries of doc_ids not in the corpus (the workflow)",
     "sequential.documents": "how many documents and looks decided (the workflow)",
-    "facts.relative": "off the reference corpus: the absolute facts bounds follow production",
+    "facts.relative": "the facts bounds follow production's own values on the same documents",
     "override": "a person overrode a block",
     "error": "the gate could not decide",
 }
 
 RELATIVE_SHARE_HEADROOM = 0.10
-"""Off the reference corpus, a candidate's share of summaries the checker finds unsupported may
-exceed production's own share on that corpus by this much before the absolute check fails (the
-headroom the reference calibration gives: bound 0.66 over production's 0.56 under the
-invented-sbert checker; it was 0.50 over 0.40 under sbert)."""
+"""A candidate's share of summaries the checker finds unsupported may exceed production's own
+share on the same documents by this much before the facts check fails (the headroom the
+reference calibration gave: bound 0.66 over production's 0.56 under the invented-sbert
+checker; it was 0.50 over 0.40 under sbert)."""
 
 
 def facts_bounds_relative_to(
     gate: GateSettings, production: Sequence[Mapping[str, Any]]
 ) -> tuple[GateSettings, str]:
-    """The absolute facts bounds on a corpus they were not calibrated on: never below
-    production's own values on this corpus plus a headroom, so the decision rests on the paired
-    comparison (production gated against itself always passes them). Returns the settings and
-    a note saying so."""
+    """The facts bounds that block, relative to production on the same documents: production's
+    own value plus a headroom, never below the absolute setting (the reported floor). So the
+    decision rests on the paired comparison on any corpus, cased or lower-cased: production
+    gated against itself always passes them. Returns the settings and a note saying so."""
     low = float(np.mean([float(r["base_low_consistency"]) for r in production]))
     unsupported = float(np.mean([float(r["base_unsupported_share"]) for r in production]))
     bounds = {
@@ -115,11 +115,12 @@ def facts_bounds_relative_to(
         ),
     }
     note = (
-        "the corpus is not the reference corpus the absolute facts checks were calibrated on: "
-        f"their bounds follow production's own values on it (unsupported by the checker "
+        "the facts bounds follow production's own values on the same documents (unsupported "
+        f"by the checker "
         f"<= {bounds['max_low_consistency_share']:.2f}, production {low:.2f}; unsupported "
         f"entities/numbers <= {bounds['max_unsupported_share']:.3f}, production "
-        f"{unsupported:.3f}); the paired comparison decides"
+        f"{unsupported:.3f}; floors {gate.max_low_consistency_share:.2f} and "
+        f"{gate.max_unsupported_share:.3f}); the paired comparison decides"
     )
     return gate.model_copy(update=bounds), note
 

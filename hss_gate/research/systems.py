@@ -9,12 +9,14 @@ zero (the gate must block), significantly better when it lies entirely above (it
 The gate's side runs the gate's own rule on per-document rows built from the checker's verdicts
 (`document_rows`): `gate_call` drives hss_gate.gate.compare and look_verdict look by look
 (hss_gate.sequential: the stratified order, the look sizes, the Bonferroni-spent level), as
-`hss gate` does, or in one look (`hss gate --full`). Off the reference corpus the absolute facts
-bounds follow production (hss_gate.gate.facts_bounds_relative_to), as in the gate. What is not
-there: HSS (no perturbations; HSS does not block by default) and the form, data and
-not-summarizing checks; the facts checks' `mean` tests are evaluated here, not by Great
-Expectations. `share_call` is the alternative rule: a paired t-test on the per-document
-low-consistency indicator (the share of summaries the checker finds unsupported), with a margin.
+`hss gate` does, or in one look (`hss gate --full`). The facts bounds follow production's own
+values (hss_gate.gate.facts_bounds_relative_to), as in the gate. What is not
+there: HSS (no perturbations: every row's `hss` is NaN, "not measured" as in a gate run of
+stored summaries without perturbed ones, so compare skips the HSS comparison instead of
+comparing zeros) and the form, data and not-summarizing checks; the facts checks' `mean` tests
+are evaluated here, not by Great Expectations. `share_call` is the alternative rule: a paired
+t-test on the per-document low-consistency indicator (the share of summaries the checker finds
+unsupported), with a margin.
 The run (checker, cache, files) is in systems_run.py.
 """
 
@@ -44,6 +46,9 @@ SHARE_MARGINS = (0.0, 0.02, 0.05)
 finds unsupported rises significantly beyond the margin. 0.02 (the unsupported-entity margin) is
 the one compared; the others show how much the margin matters."""
 SHARE_MARGIN = 0.02
+HSS_NOT_MEASURED = float("nan")
+"""A document's `hss` when it was not measured (no perturbations), as in the gate's documents
+table: NaN, never 0.0."""
 
 
 @dataclass(frozen=True)
@@ -171,11 +176,13 @@ def agreement(rows: Sequence[Mapping[str, object]], key: str = "decision") -> di
 def document_row(doc_id: str, consistency: float, threshold: float, unsupported: float) -> dict:
     """One summary as the gate's documents table has it, for the signals that decide: the
     checker's consistency, whether it is below the threshold, and the share of unsupported
-    entities/numbers. HSS is not measured here (no perturbations): it is 0 for every system."""
+    entities/numbers. HSS is not measured here (no perturbations): NaN, as the gate's documents
+    table has it for a run without perturbed summaries (hss_gate.gate.hss_measured is then
+    false and compare leaves the HSS signals out: "not measured", never 0)."""
     return {
         "doc_id": doc_id,
         "category": CATEGORY,
-        "hss": 0.0,
+        "hss": HSS_NOT_MEASURED,
         "base_consistency": float(consistency),
         "base_low_consistency": float(consistency < threshold),
         "base_unsupported_share": float(unsupported),
@@ -246,9 +253,9 @@ def gate_call(
 ) -> GateCall:
     """The gate's decision on the candidate's rows against production's (paired by doc_id):
     look by look as `hss gate` does (`sequential`), or in one look as `hss gate --full`.
-    `relative`: the absolute facts bounds follow production's own values (off the reference
-    corpus, as the gate does). The bootstrap (`resamples`) only serves the signals that do not
-    decide (the deciding ones get a paired Student-t CI)."""
+    `relative`: the facts bounds follow production's own values on the same documents (as the
+    gate does; False: the absolute bounds alone). The bootstrap (`resamples`) only serves the
+    signals that do not decide (the deciding ones get a paired Student-t CI)."""
     cand, prod = paired_documents(candidate, production)
     plan = look_sizes(len(cand), len({r["category"] for r in cand}), full=not sequential)
     level = look_confidence(confidence, len(plan))

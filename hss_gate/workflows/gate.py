@@ -227,7 +227,6 @@ class GateRun:
     production: Role
     docs: list[Document]
     norm: Normalization
-    on_reference: bool = True  # the corpus the absolute checks were calibrated on
     pairing: Pairing | None = None  # stored summaries: the documents both sides have
     length_target: tuple[int, str] | None = None  # (words, where it came from)
 
@@ -274,7 +273,6 @@ def prepare(
         Role("production", where.production, settings),
         docs,
         norm,
-        on_reference=Path(corpus).resolve() == Path(settings.run.corpus).resolve(),
     )
     for role in run.roles:
         steps.compute(check_model, role.uri, role.settings, runner.toolkit(settings).embedder)
@@ -446,9 +444,7 @@ def check_look(
     candidate, production = looks.scored.merged(settings)
     at_level = settings.score.model_copy(update={"confidence": looks.level})
     comparison = steps.compute(compare_runs, candidate, production, at_level, settings.perturb.seed)
-    gate = settings.gate
-    if not run.on_reference:
-        gate, _ = facts_bounds_relative_to(gate, production.documents)
+    gate, _ = facts_bounds_relative_to(settings.gate, production.documents)
     checks = steps.compute(
         run_gate_checks,
         steps.compute(gate_tables, candidate, comparison),
@@ -670,11 +666,10 @@ def decide_gate(
         decision.metrics["pairing"] = run.pairing.record()
         if run.pairing.text():
             decision.add_note("documents.dropped", run.pairing.text())
-    if not run.on_reference:
-        decision.add_note(
-            "facts.relative",
-            facts_bounds_relative_to(run.settings.gate, last.production.documents)[1],
-        )
+    decision.add_note(
+        "facts.relative",
+        facts_bounds_relative_to(run.settings.gate, last.production.documents)[1],
+    )
     decision.metrics["production"] = {
         "restored": restored,
         "summaries_generated": scored.generated["production"],

@@ -1076,9 +1076,9 @@ def test_factuality_with_an_empty_pairs_file(cli, tmp_path):
 
 @pytest.mark.parametrize("lower", [False, True])
 def test_production_gated_against_itself_promotes_on_another_corpus(cli, tmp_path, lower):
-    """Off the reference corpus the absolute facts bounds follow production's own values: a
-    summarizer whose summaries the checker mostly rejects still promotes against itself; on
-    the reference corpus the same summarizer is blocked by the absolute check."""
+    """The facts bounds follow production's own values on the same documents: a summarizer
+    whose summaries the checker mostly rejects still promotes against itself, on another
+    corpus (cased or lower-cased) and on the reference corpus alike."""
     rows = [
         {"doc_id": f"x{i}", "document": (TEXT.lower() if lower else TEXT) + f" Item {i}."}
         for i in range(4)
@@ -1096,7 +1096,7 @@ def test_production_gated_against_itself_promotes_on_another_corpus(cli, tmp_pat
     on_reference = cli.invoke(
         app, ["gate", *both, "--limit", "4", "-k", "1", "--out", str(tmp_path / "ref")]
     )
-    assert on_reference.exit_code == 1, on_reference.output
+    assert on_reference.exit_code == 0, on_reference.output
 
 
 def test_hss_perturb_export_round_trips_to_the_same_scores(cli, tmp_path):

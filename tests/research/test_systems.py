@@ -100,6 +100,24 @@ def _rows(consistency, threshold=0.5, unsupported=None):
     ]
 
 
+def test_a_document_without_hss_is_not_measured_never_hss_zero():
+    """No perturbations here: the rows' HSS is "not measured" as the gate has it (NaN, so
+    hss_measured is false and the HSS comparison is skipped with a note), never 0.0 on both
+    sides compared as equal HSS."""
+    from hss_gate.gate import compare, decide, hss_measured
+
+    cand, prod = _rows([0.9, 0.8, 0.7, 0.6]), _rows([0.9, 0.9, 0.8, 0.7])
+    assert all(r["hss"] != 0.0 and np.isnan(r["hss"]) for r in cand + prod)
+    assert not hss_measured(cand, prod)
+    comparison = compare(cand, prod, resamples=50)
+    assert comparison["hss_measured"] is False
+    assert comparison["candidate_hss_ci"] is None and comparison["categories"] == []
+    assert not {"hss", "hss_raw", "consistency_drop_mean"} & set(comparison["signals"])
+    assert "base_consistency" in comparison["signals"]  # the facts are still compared
+    codes = [f.code for f in decide(comparison, [], GateSettings()).findings]
+    assert "hss.not_measured" in codes and "hss.rise" not in codes
+
+
 def test_the_gate_blocks_a_clear_fall_early_and_promotes_an_equal_system():
     rng = np.random.default_rng(0)
     prod = rng.uniform(0.6, 1.0, 100)
