@@ -28,6 +28,8 @@ models_app = typer.Typer(no_args_is_help=True, help="The embedded offline models
 app.add_typer(models_app, name="models")
 samples_app = typer.Typer(no_args_is_help=True, help="The production sample store.")
 app.add_typer(samples_app, name="samples")
+checker_app = typer.Typer(no_args_is_help=True, help="The trained entailment checker.")
+app.add_typer(checker_app, name="checker")
 console = Console(stderr=True)
 out_console = Console()
 
@@ -468,8 +470,8 @@ def factuality(
         typer.Option(
             "--model",
             "-m",
-            help="invented-sbert (default: consistency.model), invented, sbert, factcc or "
-            "hf:<NLI id|dir>",
+            help="invented-sbert (default: consistency.model), invented, sbert, entail, factcc "
+            "or hf:<NLI id|dir>",
         ),
     ] = None,
     train: Annotated[bool, typer.Option("--train", help="(re)train factcc weights")] = False,
@@ -588,7 +590,8 @@ def systems(
     ],
     documents: Annotated[Path, typer.Option(help="JSONL: doc_id, document")],
     checker: Annotated[
-        str | None, typer.Option(help="sbert, invented, invented-sbert (default consistency.model)")
+        str | None,
+        typer.Option(help="sbert, invented, invented-sbert, entail (default consistency.model)"),
     ] = None,
     weights: Annotated[
         Path | None, typer.Option(help="invented kinds: this weights JSON, not the shipped one")
@@ -656,6 +659,22 @@ def systems(
     for line in spearman_lines(result.meta["spearman"]):
         _wide(line)
     _say(f"wrote {out}/systems.md and systems.json ({result.meta['seconds_total']:.0f} s)")
+
+
+@checker_app.command("train")
+@guarded
+def checker_train(params: ParamsOpt = DEFAULT_PARAMS) -> None:
+    """Train the entailment checker's adapter from params.yaml `checker` (resumes from its
+    checkpoints); what `dvc repro checker` runs. Hours on 2 cores."""
+    from hss_gate.workflows.checker import train_checker
+
+    settings = _settings(params).checker
+    with progress_reporter(console) as progress:
+        log = train_checker(settings, progress, _say)
+    _say(
+        f"wrote {settings.out} ({log['pairs']} pairs, {log['steps']} steps, "
+        f"{log['seconds']:.0f} s); pin its sha256 in hss_gate/consistency/entail_release.py"
+    )
 
 
 @models_app.command("list")

@@ -56,6 +56,7 @@ MEASURE = "rank instability (1 - Spearman) of sentence-level SHAP, original vs p
 ALGORITHM = "gate-attribution-v1"  # bump when what a cached result holds changes
 NAMESPACE = "gate_attribution"
 BASELINE_FILE = "attribution.jsonl"  # in run.baseline_dir: production's stored results
+MIN_SENTENCES = 2  # a ranking of fewer sentences cannot change: "not measured", never 0
 
 
 @dataclass
@@ -138,6 +139,9 @@ def explain_document(
 
     started = time.perf_counter()
     features = sentence_features(text, max_words)
+    if features.n < MIN_SENTENCES:
+        nan = float("nan")
+        return ExplainedDocument(doc_id, nan, nan, nan, 0, features.n, 0, 0, 0.0)
     explainer = explainer_settings(settings, features.n, max_words).model_copy(
         update={"seed": seed, "method": method or settings.method}
     )
@@ -292,9 +296,14 @@ class Side:
     load_seconds: float = 0.0  # building the scorer
     restored: int = 0  # documents whose result was the baseline's (BASELINE/attribution.jsonl)
 
+    def measured(self) -> list[ExplainedDocument]:
+        """The documents with a measured instability: at least MIN_SENTENCES explained
+        sentences (a result cached with fewer is not one) and a finite value."""
+        return [d for d in self.documents if d.sentences >= MIN_SENTENCES and math.isfinite(d.rank)]
+
     def values(self) -> dict[str, float]:
-        """doc_id -> rank instability (finite values only)."""
-        return {d.doc_id: d.rank for d in self.documents if math.isfinite(d.rank)}
+        """doc_id -> rank instability of the measured documents."""
+        return {d.doc_id: d.rank for d in self.measured()}
 
     def record(self) -> dict[str, Any]:
         if self.not_measured is not None:
@@ -303,14 +312,17 @@ class Side:
         values = list(self.values().values())
 
         def mean(metric: str) -> float | None:
-            found = [getattr(d, metric) for d in self.documents]
+            found = [getattr(d, metric) for d in self.measured()]
             found = [v for v in found if math.isfinite(v)]
             return float(np.mean(found)) if found else None
 
+        too_short = sum(d.sentences < MIN_SENTENCES for d in self.documents)
         return {
             "model": self.model,
             "measured": True,
             "documents": len(self.documents),
+            # documents with fewer than MIN_SENTENCES sentences: not measured, not counted
+            "too_short": too_short,
             "mean": float(np.mean(values)) if values else None,
             "mean_topk": mean("topk"),
             "mean_mass": mean("mass"),
@@ -395,8 +407,14 @@ def attribution_text(record: Mapping[str, Any]) -> str:
         if not s.get("measured"):
             return f"{name} not measured ({s['not_measured']})"
         mean = s.get("mean")
-        shown = "n/a" if mean is None else f"{mean:.3f}"
-        text = f"{name} {shown} on {s['documents']} document(s)"
+        too_short = s.get("too_short", 0)
+        if mean is None:
+            shown = "not measured" + (" (fewer than 2 sentences)" if too_short else "")
+        else:
+            shown = f"{mean:.3f}"
+        text = f"{name} {shown} on {s['documents'] - too_short} document(s)"
+        if too_short and mean is not None:
+            text += f" ({too_short} not measured: fewer than 2 sentences)"
         restored = record.get(f"{name}_restored")
         return text + (f" ({restored} restored from the baseline)" if restored else "")
 

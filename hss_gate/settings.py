@@ -154,7 +154,7 @@ class ScoreSettings(BaseModel):
 class ConsistencySettings(BaseModel):
     """The factual-consistency checker (`hss factuality`; docs/FACTUALITY.md)."""
 
-    model: Literal["sbert", "factcc", "invented", "invented-sbert"] = Field(
+    model: Literal["sbert", "factcc", "invented", "invented-sbert", "entail"] = Field(
         "invented-sbert", description="the checker decisions use (docs/FACTUALITY.md)"
     )
     weights_dir: str = Field(
@@ -164,6 +164,29 @@ class ConsistencySettings(BaseModel):
     threshold: float | None = Field(
         None, ge=0.0, le=1.0, description="a summary below is unsupported (None: calibrated)"
     )
+    adapter: str | None = Field(
+        None,
+        description="model entail: the adapter file (None: the shipped one, sha256-pinned; a "
+        "file of your own is recorded by its sha256)",
+    )
+    top_k: int = Field(
+        2, ge=1, description="model entail: source chunks cross-encoded per summary sentence"
+    )
+    chunk_words: int = Field(
+        120, ge=1, description="model entail: words per source chunk (a longer sentence: alone)"
+    )
+    aggregate: Literal["mean", "min"] = Field(
+        "mean", description="model entail: summary sentences' best scores -> the consistency"
+    )
+
+    def entail_options(self) -> dict[str, Any]:
+        """The keyword arguments of `consistency.checker.load_checker` for model entail."""
+        return {
+            "adapter": self.adapter,
+            "top_k": self.top_k,
+            "chunk_words": self.chunk_words,
+            "aggregate": self.aggregate,
+        }
 
 
 class GateAttributionSettings(BaseModel):
@@ -474,6 +497,47 @@ class BaselineSettings(BaseModel):
     )
 
 
+class CheckerDocuments(BaseModel):
+    """One collection of unlabelled documents the entailment checker's pairs are made from."""
+
+    path: str = Field(description="JSON Lines (id, text|document|article) or SummaC-style JSON")
+    per_document: int = Field(ge=1, description="pairs made per document")
+
+
+class CheckerSettings(BaseModel):
+    """Training of the entailment checker's adapter (`hss checker train`, dvc stage `checker`;
+    docs/FACTUALITY.md): the data recipe and the optimisation."""
+
+    out: str = Field(
+        "hss_gate/consistency/entail_adapter.safetensors",
+        description="the adapter written (the shipped one; its sha256 is pinned in "
+        "consistency/entail_release.py)",
+    )
+    data_dir: str = Field(".hss/data", description="where the SNLI source distribution is kept")
+    checkpoint_dir: str = Field(".hss/checker", description="checkpoints, to resume training")
+    seed: int = 13
+    snli_pairs: int = Field(16000, ge=0, description="SNLI pairs, half of them entailments")
+    documents: list[CheckerDocuments] = Field(
+        default_factory=lambda: [
+            CheckerDocuments(path="data/reference/corpus.jsonl", per_document=24)
+        ],
+        description="unlabelled document collections for the document-grounded pairs",
+    )
+    rank: int = Field(16, ge=1, description="LoRA rank of the adapters")
+    alpha: float = Field(32.0, gt=0, description="LoRA scale numerator (scale alpha / rank)")
+    max_length: int = Field(256, ge=32, description="word pieces of a (premise, claim) pair")
+    epochs: int = Field(1, ge=1)
+    batch_size: int = Field(16, ge=1)
+    learning_rate: float = Field(5e-4, gt=0)
+    threads: int = Field(
+        2,
+        ge=1,
+        description="torch threads: results are byte-identical only "
+        "for the same seed and thread count",
+    )
+    checkpoint_every: int = Field(200, ge=1, description="steps between checkpoints")
+
+
 class AlertSettings(BaseModel):
     """Notifications of a monitor verdict beyond the exit code (docs/ALERTING.md)."""
 
@@ -520,6 +584,7 @@ class HssSettings(BaseSettings):
     generate: GenerateSettings = Field(default_factory=GenerateSettings)
     score: ScoreSettings = Field(default_factory=ScoreSettings)
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
+    checker: CheckerSettings = Field(default_factory=CheckerSettings)
     gate: GateSettings = Field(default_factory=GateSettings)
     monitor: MonitorSettings = Field(default_factory=MonitorSettings)
     experiment: ExperimentSettings = Field(default_factory=ExperimentSettings)

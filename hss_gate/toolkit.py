@@ -68,7 +68,14 @@ class LazyChecker:
 
         encode = cached_encoder(self.embedder, Cache(self.cache_dir))
         s = self.settings
-        return load_checker(s.model, s.weights_dir, s.threshold, encode, self.embedder.fingerprint)
+        return load_checker(
+            s.model,
+            s.weights_dir,
+            s.threshold,
+            encode,
+            self.embedder.fingerprint,
+            **s.entail_options(),
+        )
 
     @property
     def fingerprint(self) -> str:

@@ -45,7 +45,9 @@ def load(path: Path):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "external"))
-    parser.add_argument("--model", default=None, help="sbert or factcc (default: params.yaml)")
+    parser.add_argument(
+        "--model", default=None, help="sbert, factcc or entail (default: params.yaml)"
+    )
     args = parser.parse_args()
     data = Path(args.data)
     missing = [f for f in DATASETS.values() if not (data / f).exists()]
@@ -56,7 +58,9 @@ def main() -> int:
     c = settings.consistency
     embedder = SbertEmbedder(settings.score.embedder)
     encode = cached_encoder(embedder, Cache(settings.run.cache_dir))
-    checker = load_checker(args.model or c.model, c.weights_dir, 0.5, encode, embedder.fingerprint)
+    model = args.model or c.model
+    options = c.entail_options()
+    checker = load_checker(model, c.weights_dir, 0.5, encode, embedder.fingerprint, **options)
     scores, labels = {}, {}
     for name, file in DATASETS.items():
         started = time.perf_counter()

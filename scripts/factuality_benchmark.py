@@ -149,14 +149,17 @@ def main() -> int:
             [
                 s
                 for p in pairs
-                for s in (*features.split_units(p.document), *features.split_units(p.summary))
+                for s in (
+                    *features.split_sentences(p.document),
+                    *features.split_sentences(p.summary),
+                )
             ]
         )
         mentions = tagger.mentions([features.truecase(p.summary, p.document) for p in pairs])
         rows, feats = [], []
         for pair, ment in zip(pairs, mentions, strict=True):
             row = scorer.score(pair.document, pair.summary)
-            sentences = features.split_units(pair.summary)
+            sentences = features.split_sentences(pair.summary)
             x = scorer.factcc.sentence_features(pair.document, sentences)
             feats.append(x)
             for ab, (idx, model) in ablations.items():

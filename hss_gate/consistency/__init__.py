@@ -9,7 +9,10 @@
 - aggregation.py: sentence matrix -> one score (SummaC-ZS, SummaC-Conv);
 - calibration.py: AUC, balanced accuracy and thresholds chosen on labelled data;
 - scorer.py: every comparator column for (document, summary) pairs (`hss factuality`);
-- segment.py: a sentence splitter for cased, lower-cased, tokenized and glued text;
+- entailment.py, entailment_data.py, entailment_training.py: the trained entailment checker;
+- entail_checker.py: the `entail` checker's sentence matrix (source chunks SBERT picks, each
+  cross-encoded with the summary sentence), the adapter's sha256 check and lazy load;
+- entail_release.py: the shipped adapter's path, pinned sha256 and threshold;
 - novelty.py: word-level novelty of a summary against its source (stems, numbers, rarity);
 - invented.py: the `invented` checker over those signals (weights: invented_weights.json);
 - lm_contrast.py: per-token likelihood contrast with / without the source (measured, not used).

@@ -15,9 +15,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hss_gate.consistency.features import split_units
 from hss_gate.consistency.novelty import with_words
 from hss_gate.consistency.verdict import Unsupported, Verdict
+from hss_gate.sentences import SPLITTER_VERSION, split_sentences
+
+AGGREGATES = ("mean", "min")  # summary sentences' best scores -> the summary's consistency
 
 SentenceMatrix = Callable[[str, Sequence[str]], np.ndarray]
 """(source, summary sentences) -> scores in [0, 1], one row per summary sentence, one column
@@ -40,9 +42,13 @@ def verdict_from_matrix(
     sentences: Sequence[str],
     passages: Sequence[str],
     sentence_threshold: float,
+    aggregate: str = "mean",
 ) -> Verdict:
-    """SummaC-ZS over a sentence matrix: the mean over summary sentences of each one's best
-    passage score; a sentence whose best score is below `sentence_threshold` is unsupported."""
+    """SummaC-ZS over a sentence matrix: the mean (`aggregate` "mean") or the minimum ("min")
+    over summary sentences of each one's best passage score; a sentence whose best score is
+    below `sentence_threshold` is unsupported."""
+    if aggregate not in AGGREGATES:
+        raise ValueError(f"aggregate: unknown '{aggregate}'; choose from {', '.join(AGGREGATES)}")
     if not sentences:
         return Verdict(1.0)  # nothing claimed, nothing unsupported (length checks see it)
     if not passages or matrix.size == 0:
@@ -54,7 +60,8 @@ def verdict_from_matrix(
         for s, b, j in zip(sentences, best, where, strict=True)
         if b < sentence_threshold
     )
-    return Verdict(round(float(np.clip(best.mean(), 0.0, 1.0)), 6), unsupported)
+    total = best.mean() if aggregate == "mean" else best.min()
+    return Verdict(round(float(np.clip(total, 0.0, 1.0)), 6), unsupported)
 
 
 class MatrixChecker:
@@ -67,18 +74,22 @@ class MatrixChecker:
         fingerprint: str,
         threshold: float,
         sentence_threshold: float | None = None,
+        aggregate: str = "mean",
     ) -> None:
         self._matrix, self._passages = matrix, passages
         self.fingerprint, self.threshold = fingerprint, threshold
         self.sentence_threshold = threshold if sentence_threshold is None else sentence_threshold
+        self.aggregate = aggregate
 
     def check(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
         out = []
         for source, summary in pairs:
-            sentences = split_units(summary)
+            sentences = split_sentences(summary)
             passages = self._passages(source)
             matrix = self._matrix(source, sentences) if sentences and passages else np.zeros(0)
-            verdict = verdict_from_matrix(matrix, sentences, passages, self.sentence_threshold)
+            verdict = verdict_from_matrix(
+                matrix, sentences, passages, self.sentence_threshold, self.aggregate
+            )
             out.append(with_words(verdict, source))
         return out
 
@@ -87,7 +98,7 @@ class MatrixChecker:
 # validation cut, SummaC's own calibration convention), the only labelled data that chose it;
 # FactCC and QAGS CNN/DM stay held out (scripts/calibrate_checker.py; docs/FACTUALITY.md).
 SBERT_THRESHOLD = 0.818  # scripts/calibrate_checker.py: SummEval AUC 0.894, bacc 0.840 (in-sample)
-CHECKERS = ("sbert", "factcc", "invented", "invented-sbert")
+CHECKERS = ("sbert", "factcc", "invented", "invented-sbert", "entail")
 
 
 def sbert_matrix(encode: Any) -> SentenceMatrix:
@@ -97,14 +108,23 @@ def sbert_matrix(encode: Any) -> SentenceMatrix:
     cached = VectorCache(encode)
 
     def matrix(source: str, sentences: Sequence[str]) -> np.ndarray:
-        passages = split_units(source)
+        passages = split_sentences(source)
         return np.clip(cached(list(sentences)) @ cached(passages).T, 0.0, 1.0)
 
     return matrix
 
 
 def load_checker(
-    model: str, weights_dir: str, threshold: float | None, encode: Any, embedder: str
+    model: str,
+    weights_dir: str,
+    threshold: float | None,
+    encode: Any,
+    embedder: str,
+    *,
+    adapter: str | None = None,
+    top_k: int | None = None,
+    chunk_words: int | None = None,
+    aggregate: str = "mean",
 ) -> Checker:
     """The checker decisions use (settings `consistency`):
 
@@ -114,14 +134,18 @@ def load_checker(
       corpus: `hss factuality --train`), the earlier default;
     - `invented`, `invented-sbert`: the lexical checker of invented content (novel content-word
       bigrams, worst sentence; the second adds SBERT), docs/CHECKER_DEV.md: better than `sbert`
-      on every development set left out, not (yet) better at system level.
+      on every development set left out, not (yet) better at system level;
+    - `entail`: a trained entailment cross-encoder (LoRA adapter on all-MiniLM-L6-v2: the
+      shipped, sha256-pinned file or `adapter`) over the `top_k` source chunks of at most
+      `chunk_words` words SBERT finds closest to each summary sentence; `aggregate` (mean or
+      min) over sentences (consistency/entail_checker.py).
     """
     from hss_gate.errors import InputError, ModelError
 
     if model == "sbert":
         chosen = SBERT_THRESHOLD if threshold is None else threshold
-        fingerprint = f"sbert-zs:{embedder}:t{chosen:g}"
-        return MatrixChecker(sbert_matrix(encode), split_units, fingerprint, chosen)
+        fingerprint = f"sbert-zs:{embedder}:{SPLITTER_VERSION}:t{chosen:g}"
+        return MatrixChecker(sbert_matrix(encode), split_sentences, fingerprint, chosen)
     if model in ("invented", "invented-sbert"):
         from hss_gate.consistency.invented import SBERT_WEIGHTS_PATH, load_invented_checker
 
@@ -129,6 +153,26 @@ def load_checker(
             return load_invented_checker(threshold=threshold)
         sbert = load_checker("sbert", weights_dir, None, encode, embedder)
         return load_invented_checker(SBERT_WEIGHTS_PATH, threshold, sbert=sbert)
+    if model == "entail":
+        from hss_gate.consistency.entail_checker import (
+            DEFAULT_CHUNK_WORDS,
+            DEFAULT_TOP_K,
+            entail_fingerprint,
+            load_entail_matrix,
+        )
+        from hss_gate.consistency.entail_release import ENTAIL_THRESHOLD
+
+        if aggregate not in AGGREGATES:
+            raise InputError(
+                f"consistency.aggregate: unknown '{aggregate}'; choose from {', '.join(AGGREGATES)}"
+            )
+        k, words = top_k or DEFAULT_TOP_K, chunk_words or DEFAULT_CHUNK_WORDS
+        entail = load_entail_matrix(encode, adapter, k, words)
+        chosen = ENTAIL_THRESHOLD if threshold is None else threshold
+        fingerprint = entail_fingerprint(
+            entail.adapter_sha256, embedder, k, words, aggregate, chosen
+        )
+        return MatrixChecker(entail, entail.passages, fingerprint, chosen, aggregate=aggregate)
     if model != "factcc":
         raise InputError(f"consistency.model: unknown '{model}'; choose from {', '.join(CHECKERS)}")
     from hss_gate.consistency.model import FactccModel, load_factcc_weights, weights_path
@@ -142,4 +186,4 @@ def load_checker(
     factcc = FactccModel(weights.logistic, encode, weights.fingerprint)
     chosen = 0.5 if threshold is None else threshold
     fingerprint = f"zs:{weights.fingerprint}:t{chosen:g}"
-    return MatrixChecker(factcc.sentence_matrix, split_units, fingerprint, chosen)
+    return MatrixChecker(factcc.sentence_matrix, split_sentences, fingerprint, chosen)

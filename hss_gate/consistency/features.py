@@ -71,13 +71,6 @@ def name_tokens(text: str) -> set[str]:
     return names
 
 
-def split_units(text: str) -> list[str]:
-    """Sentences of a text, also for lower-cased, tokenized text ("... draw . andros ...")."""
-    cased = re.sub(r"(\s[.!?]\s+|[a-z0-9)\"'][.!?]\s+)([a-z])", _upper_second, text)
-    units = split_sentences(cased) or ([" ".join(text.split())] if text.strip() else [])
-    return [u.lower() for u in units] if text == text.lower() else units
-
-
 SBERT_MAX_WORDS = 190
 """all-MiniLM-L6-v2 reads 256 word pieces of a sentence, about 190 English words: a longer
 source unit (often unsplit text: no punctuation, or one long list) is cut for the checker."""
@@ -85,7 +78,7 @@ source unit (often unsplit text: no punctuation, or one long list) is cut for th
 
 def long_units(text: str, max_words: int = SBERT_MAX_WORDS) -> int:
     """How many of the text's units the checker's sentence encoder would cut."""
-    return sum(len(unit.split()) > max_words for unit in split_units(text))
+    return sum(len(unit.split()) > max_words for unit in split_sentences(text))
 
 
 def _upper_second(match: re.Match[str]) -> str:

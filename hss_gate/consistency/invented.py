@@ -37,8 +37,8 @@ from hss_gate.consistency.novelty import (
     prepare,
     sentence_novelty,
 )
-from hss_gate.consistency.segment import split_text
 from hss_gate.consistency.verdict import Unsupported, Verdict
+from hss_gate.sentences import split_sentences
 
 WEIGHTS_PATH = Path(__file__).with_name("invented_weights.json")
 SBERT_WEIGHTS_PATH = Path(__file__).with_name("invented_sbert_weights.json")
@@ -139,7 +139,7 @@ class InventedChecker:
         weights: InventedWeights,
         word_rank: WordRank | None = None,
         threshold: float | None = None,
-        splitter: Callable[[str], list[str]] = split_text,
+        splitter: Callable[[str], list[str]] = split_sentences,
         sbert: Any = None,
     ) -> None:
         """`sbert`: a Checker whose consistency is the `sbert` feature (the default `sbert`

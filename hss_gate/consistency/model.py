@@ -12,8 +12,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from hss_gate.consistency.aggregation import ConvAggregator, sigmoid
-from hss_gate.consistency.features import FEATURES, Premise, claim_features, split_units
+from hss_gate.consistency.features import FEATURES, Premise, claim_features
 from hss_gate.errors import InputError, ModelError
+from hss_gate.sentences import split_sentences
 
 DEFAULT_MODEL = "factcc"
 
@@ -130,7 +131,7 @@ class FactccModel:
 
     def premise(self, text: str) -> Premise:
         if text not in self._premises:
-            sentences = split_units(text)
+            sentences = split_sentences(text)
             self._premises[text] = Premise(sentences, self._encode(sentences))
         return self._premises[text]
 
@@ -179,7 +180,7 @@ def consistency_matrix(
     """SummaC's sentence matrix: model scores of (document sentence j, summary sentence i)."""
     if isinstance(model, FactccModel):
         return model.sentence_matrix(document, hypotheses)
-    sentences = split_units(document)
+    sentences = split_sentences(document)
     if not sentences or not hypotheses:
         return np.zeros((len(hypotheses), len(sentences)))
     premises = [s for _ in hypotheses for s in sentences]

@@ -28,8 +28,8 @@ from itertools import pairwise
 import numpy as np
 
 from hss_gate.consistency.features import STOP_WORDS as _BASE_STOP
-from hss_gate.consistency.segment import split_text
 from hss_gate.consistency.verdict import Verdict
+from hss_gate.sentences import split_sentences
 
 WordRank = Callable[[str], "int | None"]
 
@@ -226,7 +226,7 @@ class Source:
 
 
 def prepare(source: str) -> Source:
-    return Source(source, split_text(source))
+    return Source(source, split_sentences(source))
 
 
 def supported(word: Word, keys: set[str], prefixes: set[str]) -> bool:

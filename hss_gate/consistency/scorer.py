@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from hss_gate.consistency.aggregation import summac_zs
-from hss_gate.consistency.features import overlap_scores, split_units
+from hss_gate.consistency.features import overlap_scores
 from hss_gate.consistency.model import (
     ConsistencyModel,
     Encode,
@@ -24,6 +24,7 @@ from hss_gate.consistency.model import (
 )
 from hss_gate.errors import InputError
 from hss_gate.jsonl import BadLine, jsonl_lines, read_bytes
+from hss_gate.sentences import split_sentences
 
 COLUMNS = (
     "id",
@@ -65,7 +66,7 @@ class FactualityScorer:
         self._encode = cached
 
     def score(self, document: str, summary: str) -> dict[str, Any]:
-        sentences = split_units(summary)
+        sentences = split_sentences(summary)
         overlap = overlap_scores(document, summary)
         row = {
             "precision": overlap.precision,
@@ -73,7 +74,7 @@ class FactualityScorer:
             "f1": overlap.f1,
             "n_summary_sentences": len(sentences),
         }
-        doc_sentences = split_units(document)
+        doc_sentences = split_sentences(document)
         if not sentences or not doc_sentences:
             nan = math.nan
             return row | {
@@ -106,7 +107,7 @@ class FactualityScorer:
         self, pairs: Sequence[tuple[str, str, str]], advance: Callable[[int], None] = lambda n: None
     ) -> list[dict[str, Any]]:
         """Rows with COLUMNS for (id, document, summary) triples; embeds in one batch first."""
-        texts = [s for _, d, m in pairs for s in (*split_units(d), *split_units(m))]
+        texts = [s for _, d, m in pairs for s in (*split_sentences(d), *split_sentences(m))]
         if texts:
             self._encode(texts)
         rows = []

@@ -14,9 +14,10 @@ import numpy as np
 
 from hss_gate.consistency.aggregation import fit_conv, sigmoid, summac_zs
 from hss_gate.consistency.calibration import balanced_accuracy, roc_auc
-from hss_gate.consistency.features import FEATURES, STOP_WORDS, split_units, tokens
+from hss_gate.consistency.features import FEATURES, STOP_WORDS, tokens
 from hss_gate.consistency.model import Encode, FactccModel, FactccWeights, LogisticModel
 from hss_gate.errors import InputError
+from hss_gate.sentences import split_sentences
 
 
 def fit_logistic(
@@ -276,7 +277,7 @@ def tag_documents(nlp: Any, documents: Sequence[str]) -> Tagged:
     """Per document: its sentences and each sentence's spaCy entities (text, label)."""
     out = []
     for text in documents:
-        sentences = split_units(text)
+        sentences = split_sentences(text)
         mentions = [
             [Mention(e.text, e.label_) for e in doc.ents]
             for doc in nlp.pipe(sentences, batch_size=64)

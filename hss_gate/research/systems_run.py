@@ -85,7 +85,12 @@ def build_checker(
     encode = cached_encoder(embedder, cache)
     if request.weights is None:
         checker = load_checker(
-            kind, settings.consistency.weights_dir, request.threshold, encode, embedder.fingerprint
+            kind,
+            settings.consistency.weights_dir,
+            request.threshold,
+            encode,
+            embedder.fingerprint,
+            **settings.consistency.entail_options(),
         )
     elif kind not in INVENTED:
         raise InputError(f"--weights is for the checkers {', '.join(INVENTED)}, not '{kind}'")
@@ -369,7 +374,8 @@ def markdown(result: SystemsResult) -> str:
         f"checker `{m['checker']}` (threshold {m['threshold']:g}"
         + (f", weights {m['weights']}" if m["weights"] else "")
         + f"); consistency margin {m['consistency_margin']:g}, max low-consistency share "
-        f"{m['max_low_consistency_share']:g} (relative to production off the reference corpus), "
+        f"{m['max_low_consistency_share']:g} (the floor; the bound is production's own share "
+        "plus headroom), "
         f"unsupported margin {m['unsupported_margin']:g}; gate confidence {m['confidence']:g}; "
         f"human CI {m['human_level']:.0%} paired t; entities tagged: "
         f"{'yes' if m['entities'] else 'no'}. {m['seconds_total']:.0f} s "

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from hss_gate.embedding import Embedder
-from hss_gate.sentences import split_sentences
+from hss_gate.sentences import SPLITTER_VERSION, split_sentences
 from hss_gate.summarizers.base import each_with_progress
 
 
@@ -16,7 +16,7 @@ class LeadSummarizer:
 
     def __init__(self, n: int = 3) -> None:
         self.n = n
-        self.fingerprint = f"extractive:lead-{n}"
+        self.fingerprint = f"extractive:lead-{n}:{SPLITTER_VERSION}"
 
     def summarize(
         self,
@@ -34,7 +34,7 @@ class CentroidSummarizer:
     def __init__(self, embedder: Embedder, n: int = 3) -> None:
         self.n = n
         self.embedder = embedder
-        self.fingerprint = f"extractive:centroid-{n}:{embedder.fingerprint}"
+        self.fingerprint = f"extractive:centroid-{n}:{SPLITTER_VERSION}:{embedder.fingerprint}"
 
     def summarize(
         self,

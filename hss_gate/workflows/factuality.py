@@ -17,7 +17,8 @@ from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import HssSettings
 from hss_gate.workflows.steps import Say, silent
 
-INVENTED_CHECKERS = ("invented", "invented-sbert")  # checkers whose verdict is the consistency
+# the checkers whose verdict is the consistency (the others: comparator columns)
+VERDICT_CHECKERS = ("invented", "invented-sbert", "entail")
 
 
 MIN_CALIBRATION_CLASS = 20  # labelled pairs of each class below which --calibrate refuses
@@ -76,14 +77,21 @@ def consistency_scorer(
     embedder = SbertEmbedder(settings.score.embedder)
     encode = cached_encoder(embedder, Cache(settings.run.cache_dir))
     checker = None
-    if model in INVENTED_CHECKERS:  # the gate's checker: consistency is its verdict
+    if model in VERDICT_CHECKERS:  # the gate's checker: consistency is its verdict
         from hss_gate.consistency.checker import load_checker
 
         threshold = settings.consistency.threshold
-        checker = load_checker(model, str(weights), threshold, encode, embedder.fingerprint)
+        checker = load_checker(
+            model,
+            str(weights),
+            threshold,
+            encode,
+            embedder.fingerprint,
+            **settings.consistency.entail_options(),
+        )
     nli = (
         None
-        if model in (DEFAULT_MODEL, *INVENTED_CHECKERS)
+        if model in (DEFAULT_MODEL, *VERDICT_CHECKERS)
         else load_consistency_model(model, encode)
     )
     if train or not weights_path(weights).exists():
@@ -141,9 +149,9 @@ def calibrate(run: FactualityRun) -> Calibration:
     )
 
     labels = run.labels or []
-    if run.model not in INVENTED_CHECKERS or run.threshold is None:
+    if run.model not in VERDICT_CHECKERS or run.threshold is None:
         raise InputError(
-            f"--calibrate: for the checkers {', '.join(INVENTED_CHECKERS)} (not '{run.model}')"
+            f"--calibrate: for the checkers {', '.join(VERDICT_CHECKERS)} (not '{run.model}')"
         )
     if any(label is None for label in labels):
         missing = sum(label is None for label in labels)

@@ -137,7 +137,7 @@ def test_hf_nli_matrix_and_summac_zs(nli_dir: Path) -> None:
     matrix = consistency_model.consistency_matrix(model, document, summary)
     assert matrix.shape == (2, 3)
     expected = model.scores(
-        [s for _ in summary for s in features.split_units(document)],
+        [s for _ in summary for s in features.split_sentences(document)],
         [h for h in summary for _ in range(3)],
     ).reshape(2, 3)
     np.testing.assert_allclose(matrix, expected)
@@ -301,7 +301,7 @@ def test_cli_on_fakes_writes_every_column(
     nli = consistency_model.HfNliModel(str(nli_dir))
     for row, summary in zip(hf_rows, summaries.values(), strict=True):
         expected = aggregation.summac_zs(
-            consistency_model.consistency_matrix(nli, document, features.split_units(summary))
+            consistency_model.consistency_matrix(nli, document, features.split_sentences(summary))
         )
         assert float(row["summac_zs"]) == pytest.approx(expected, abs=1e-6)
         assert row["summac_conv"] == ""  # the Conv head belongs to the factcc matrix

@@ -112,15 +112,15 @@ def test_tokens_normalize_negations_and_numbers() -> None:
     ]
 
 
-def test_split_units_handles_lower_cased_tokenized_summaries() -> None:
+def test_split_sentences_handles_lower_cased_tokenized_summaries() -> None:
     text = "the team won 2-0 . andros scored twice . it rained in the u.s. on monday ."
-    assert features.split_units(text) == [
+    assert features.split_sentences(text) == [
         "the team won 2-0 .",
         "andros scored twice .",
         "it rained in the u.s. on monday .",
     ]
-    assert features.split_units("Dr. Smith came. He left.") == ["Dr. Smith came.", "He left."]
-    assert features.split_units("  ") == []
+    assert features.split_sentences("Dr. Smith came. He left.") == ["Dr. Smith came.", "He left."]
+    assert features.split_sentences("  ") == []
 
 
 # --------------------------------------------------------------------------- evaluation metrics
@@ -270,7 +270,7 @@ def _fake_mentions(sentence: str) -> list[training.Mention]:
 
 def _tagged() -> list[tuple[list[str], list[list[training.Mention]]]]:
     return [
-        (features.split_units(d), [_fake_mentions(s) for s in features.split_units(d)])
+        (features.split_sentences(d), [_fake_mentions(s) for s in features.split_sentences(d)])
         for d in DOCS
     ]
 
@@ -296,7 +296,7 @@ def _fake_encode():
 
 
 def _premise(text: str) -> features.Premise:
-    sentences = features.split_units(text)
+    sentences = features.split_sentences(text)
     return features.Premise(sentences, _fake_encode()(sentences))
 
 

@@ -45,8 +45,8 @@ ENTRIES = {
         "hss_gate.workflows.baseline_attribution:run_attribution_stage",
         "hss_gate.settings:load_settings",
     ),
-    # hss factuality --train: the FactCC-style checker's weights
-    "factcc": ("hss_gate.workflows.factuality:consistency_scorer",),
+    # hss checker train: the entailment checker's adapter
+    "checker": ("hss_gate.workflows.checker:train_checker", "hss_gate.settings:load_settings"),
 }
 
 # modules in a closure that cannot change a stage's outputs, and why

@@ -19,6 +19,7 @@ from hss_gate.errors import ModelError
 from hss_gate.gate import Decision, check_findings
 from hss_gate.gate_attribution import (
     COLUMN,
+    ExplainedDocument,
     Side,
     attribution_record,
     explain_cached,
@@ -75,6 +76,29 @@ def test_an_unchanged_document_has_zero_instability() -> None:
         OverlapScorer(), "d3", TEXTS["d3"], SUMMARIES["d3"], PERTURBED["d3"], _config(), 1500
     )
     assert result.rank == pytest.approx(0.0)
+
+
+def test_a_one_sentence_document_is_not_measured_never_zero() -> None:
+    scorer = OverlapScorer()
+    text, perturbed = "Alpha beta gamma delta.", ["Omega beta gamma delta."]
+    result = explain_document(scorer, "short", text, "alpha delta", perturbed, _config(), 1500)
+    assert np.isnan(result.rank) and result.perturbations == 0 and result.sentences == 1
+    assert scorer.evaluations == 0  # nothing explained
+    one = explain_document(
+        OverlapScorer(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], _config(), 1500
+    )
+    side = Side("m", [result, one])
+    assert side.values() == {"d1": one.rank}
+    record = side.record()
+    assert record["too_short"] == 1 and record["mean"] == pytest.approx(one.rank)
+    alone = Side("m", [result]).record()
+    assert alone["mean"] is None and alone["too_short"] == 1
+
+
+def test_a_cached_result_with_one_sentence_is_not_counted() -> None:
+    # a result cached before the rule (instability 0.000 of a one-sentence document)
+    stale = ExplainedDocument("old", 0.0, 0.0, 0.0, 1, 1, 2, 2, 0.0, cached=True)
+    assert Side("m", [stale]).values() == {}
 
 
 class MemoryCache:

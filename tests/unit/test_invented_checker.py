@@ -1,4 +1,4 @@
-"""The `invented` checker: splitter, word keys, novelty signals and the Checker contract
+"""The `invented` checker: word keys, novelty signals and the Checker contract
 (no model: word ranks and weights are fakes)."""
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from hss_gate.consistency.novelty import (
     sentence_novelty,
     words,
 )
-from hss_gate.consistency.segment import split_text
 
 pytestmark = pytest.mark.unit
 
@@ -30,38 +29,6 @@ SOURCE = (
     "came on in the 0-0 draw with Burnley on Sunday. Two million fans watched. "
     "Townsend scored 12 goals for England last season, and 5.0 percent of tickets were unsold."
 )
-
-
-# ----------------------------------------------------------------------------- splitter
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        (
-            "It rained in North America.No bombs fell.",
-            ["It rained in North America.", "No bombs fell."],
-        ),
-        ("it rained . no bombs fell .\nthe end .", ["it rained .", "no bombs fell .", "the end ."]),
-        ("the u.s. sent mr. smith. he left.", ["the u.s. sent mr. smith.", "he left."]),
-        (
-            "Mr. Smith met J. K. Rowling. It was 5.5 percent.",
-            ["Mr. Smith met J. K. Rowling.", "It was 5.5 percent."],
-        ),
-        ("see cnn.com for more. then go.", ["see cnn.com for more.", "then go."]),
-        ("", []),
-    ],
-)
-def test_split_text_cased_lower_tokenized_glued(text: str, expected: list[str]) -> None:
-    assert split_text(text) == expected
-
-
-def test_split_text_keeps_cased_lowercase_continuation_together() -> None:
-    # in a cased text a lower-case word after a period does not start a sentence ("approx. two")
-    assert split_text("He paid approx. two dollars. She left.") == [
-        "He paid approx. two dollars.",
-        "She left.",
-    ]
 
 
 # ----------------------------------------------------------------------------- keys

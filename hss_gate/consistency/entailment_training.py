@@ -1,0 +1,226 @@
+"""Fine-tuning the entailment cross-encoder's adapter on CPU: deterministic for a seed and a
+thread count, checkpointed every `checkpoint_every` steps and resumed from the newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from hss_gate.consistency.entailment import (
+    AdapterConfig,
+    adapter_tensors,
+    build_cross_encoder,
+    save_adapter,
+)
+from hss_gate.consistency.entailment_data import Pair
+from hss_gate.progress import Progress, no_progress
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The optimisation's settings (params.yaml `checker.train`)."""
+
+    seed: int = 13
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 5e-4
+    warmup_share: float = 0.06
+    weight_decay: float = 0.01
+    threads: int = 2
+    checkpoint_every: int = 200
+
+
+def batches(pairs: Sequence[Pair], settings: TrainSettings, epoch: int) -> list[list[int]]:
+    """Index batches of one epoch: shuffled by seed and epoch, then grouped by length in runs of
+    50 batches so that a batch pads little (the order stays a function of the seed)."""
+    rng = random.Random(settings.seed * 1000 + epoch)
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+    run = settings.batch_size * 50
+    out: list[list[int]] = []
+    for start in range(0, len(order), run):
+        chunk = sorted(
+            order[start : start + run],
+            key=lambda i: len(pairs[i].premise) + len(pairs[i].hypothesis),
+        )
+        group = [
+            chunk[k : k + settings.batch_size] for k in range(0, len(chunk), settings.batch_size)
+        ]
+        rng.shuffle(group)
+        out.extend(group)
+    return out
+
+
+def train_adapter(
+    pairs: Sequence[Pair],
+    base_dir: str | Path,
+    config: AdapterConfig,
+    settings: TrainSettings,
+    out: str | Path,
+    checkpoint_dir: str | Path,
+    progress: Progress = no_progress,
+) -> dict[str, Any]:
+    """Train the adapter on `pairs`, write it to `out`; returns the training log."""
+    import torch
+
+    torch.set_num_threads(settings.threads)
+    torch.manual_seed(settings.seed)
+    tokenizer, model = build_cross_encoder(base_dir, config)
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and not n.endswith("bias")]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and n.endswith("bias")]
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": settings.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=settings.learning_rate,
+    )
+    plan = [batches(pairs, settings, e) for e in range(settings.epochs)]
+    total = sum(len(p) for p in plan)
+    warmup = max(1, int(total * settings.warmup_share))
+
+    def rate(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    checkpoint = Path(checkpoint_dir) / "checkpoint.safetensors"
+    step, losses = _resume(checkpoint, model, optimizer, settings, config, len(pairs))
+    for _ in range(step):
+        scheduler.step()
+    advance = progress("train checker", total, step)
+    labels = torch.tensor([p.label for p in pairs])
+    model.train()
+    done = 0
+    for batch_plan in plan:
+        for idx in batch_plan:
+            if done < step:
+                done += 1
+                continue
+            inputs = tokenizer(
+                [pairs[i].premise for i in idx],
+                [pairs[i].hypothesis for i in idx],
+                truncation="longest_first",
+                max_length=config.max_length,
+                padding=True,
+                return_tensors="pt",
+            )
+            loss = torch.nn.functional.cross_entropy(model(**inputs), labels[idx])
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            losses.append(round(loss.item(), 5))
+            step += 1
+            done += 1
+            if step % settings.checkpoint_every == 0 or step == total:
+                _save_checkpoint(
+                    checkpoint,
+                    model,
+                    optimizer,
+                    step,
+                    losses,
+                    settings,
+                    config,
+                    len(pairs),
+                )
+            advance(1)
+    model.eval()
+    save_adapter(model, config, out)
+    log = {
+        "steps": step,
+        "pairs": len(pairs),
+        "settings": asdict(settings),
+        "config": asdict(config),
+        "loss_by_tenth": _tenths(losses),
+    }
+    Path(out).with_suffix(".log.json").write_text(json.dumps(log, indent=1) + "\n")
+    return log
+
+
+def _tenths(losses: Sequence[float]) -> list[float]:
+    if not losses:
+        return []
+    n = max(1, len(losses) // 10)
+    return [
+        round(sum(losses[k : k + n]) / len(losses[k : k + n]), 4) for k in range(0, len(losses), n)
+    ]
+
+
+def _identity(settings: TrainSettings, config: AdapterConfig, n_pairs: int) -> dict[str, Any]:
+    return {"settings": asdict(settings), "config": asdict(config), "n_pairs": n_pairs}
+
+
+def _save_checkpoint(
+    path: Path,
+    model: Any,
+    optimizer: Any,
+    step: int,
+    losses: list[float],
+    settings: TrainSettings,
+    config: AdapterConfig,
+    n_pairs: int,
+) -> None:
+    """Adapter, optimizer moments and RNG as safetensors (no pickle); the rest as JSON."""
+    import torch
+    from safetensors.torch import save_file
+
+    tensors = {f"model.{n}": t for n, t in adapter_tensors(model).items()}
+    state = optimizer.state_dict()
+    for index, moments in state["state"].items():
+        for name, value in moments.items():
+            tensors[f"optimizer.{index}.{name}"] = torch.as_tensor(value).clone()
+    tensors["torch_rng"] = torch.get_rng_state()
+    meta = _identity(settings, config, n_pairs) | {
+        "step": step,
+        "losses": losses,
+        "param_groups": state["param_groups"],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    save_file(tensors, str(tmp), metadata={"state": json.dumps(meta)})
+    tmp.replace(path)
+
+
+def _resume(
+    path: Path,
+    model: Any,
+    optimizer: Any,
+    settings: TrainSettings,
+    config: AdapterConfig,
+    n_pairs: int,
+) -> tuple[int, list[float]]:
+    """Load the newest checkpoint of the same run (settings, config, data size); (0, []) when
+    there is none or it belongs to another run."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    if not path.is_file():
+        return 0, []
+    with safe_open(str(path), framework="pt") as f:
+        meta = json.loads((f.metadata() or {}).get("state", "{}"))
+    if {k: meta.get(k) for k in ("settings", "config", "n_pairs")} != json.loads(
+        json.dumps(_identity(settings, config, n_pairs))
+    ):
+        return 0, []
+    tensors = load_file(str(path))
+    model.load_state_dict(
+        {n[len("model.") :]: t for n, t in tensors.items() if n.startswith("model.")}, strict=False
+    )
+    moments: dict[int, dict[str, Any]] = {}
+    for name, value in tensors.items():
+        if name.startswith("optimizer."):
+            _, index, key = name.split(".", 2)
+            moments.setdefault(int(index), {})[key] = value
+    optimizer.load_state_dict({"state": moments, "param_groups": meta["param_groups"]})
+    torch.set_rng_state(tensors["torch_rng"])
+    return int(meta["step"]), list(meta["losses"])

@@ -1,0 +1,227 @@
+"""The entailment checker beside the shipped ones (issue 33, item 3): every number of the
+side-by-side table in docs/FACTUALITY.md.
+
+    PYTHONPATH=. .venv/bin/python scripts/entail_dev.py score --checker entail
+    PYTHONPATH=. .venv/bin/python scripts/entail_dev.py score --checker invented-sbert
+    PYTHONPATH=. .venv/bin/python scripts/entail_dev.py score --checker sbert
+    PYTHONPATH=. .venv/bin/python scripts/entail_dev.py table
+
+`score` scores, with one checker, the four labelled development sets (cased and lower-cased),
+the held-out synthetic checks (document-grounded pairs made by the training recipe from FRANK's
+articles, a collection the adapter never saw; and the LLM-written one-sentence summaries with
+their corruptions of scripts/llm_claims.py) and production's reference summaries
+(data/baseline/reference). For `entail` it keeps each summary sentence's best chunk score, so
+`table` can aggregate by mean and by min from one run. Results are cached in --cache by the
+checker's fingerprint and the pair's text: a rerun scores only what is new.
+"""
+
+# ruff: noqa: E501  (a development script: wide tables)
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+from checker_dev import DATA, SETS, load_sets, variant  # noqa: E402
+
+from hss_gate.consistency.calibration import roc_auc  # noqa: E402
+
+CACHE = REPO / "outputs" / "checker-dev"
+
+
+def _key(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def synthetic_pairs(n_documents: int = 120, per_document: int = 6) -> list[dict]:
+    """The training recipe's document-grounded pairs from FRANK's articles (held out)."""
+    from hss_gate.consistency import entailment_data as ed
+
+    documents = ed.read_documents(DATA / "frank_cnndm" / "documents.jsonl")[:n_documents]
+    pairs = ed.document_pairs(documents, per_document, seed=101)
+    return [
+        {"id": f"syn{i}", "document": p.premise, "summary": p.hypothesis, "label": p.label, "kind": p.kind}
+        for i, p in enumerate(pairs)
+    ]
+
+
+def llm_pairs(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def production_pairs() -> list[dict]:
+    corpus = {}
+    for line in (REPO / "data" / "reference" / "corpus.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        corpus[rec["doc_id"]] = rec["text"]
+    out = []
+    for line in (REPO / "data" / "baseline" / "reference" / "summaries.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec["strength"] == "base":
+            out.append({"id": rec["doc_id"], "document": corpus[rec["doc_id"]], "summary": rec["summary"], "label": -1})
+    return out
+
+
+def groups(args) -> dict[str, list[dict]]:
+    sets = load_sets()
+    out: dict[str, list[dict]] = {}
+    for name in SETS:
+        for lower in (False, True):
+            out[f"{name}{' lower' if lower else ''}"] = [
+                {"id": p.id, "document": p.document, "summary": p.summary, "label": p.label}
+                for p in variant(sets[name], lower)
+            ]
+    out["synthetic frank"] = synthetic_pairs()
+    for path in sorted(Path(args.cache).glob("llm_claims_*.jsonl")):
+        out[f"llm {path.stem.removeprefix('llm_claims_')}"] = llm_pairs(path)
+    out["production reference"] = production_pairs()
+    return out
+
+
+def build(checker_name: str):
+    """(fingerprint, score(document, summary) -> list of per-sentence scores or one score)."""
+    from hss_gate.cache import Cache
+    from hss_gate.consistency.checker import load_checker
+    from hss_gate.consistency.model import cached_encoder
+    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.sentences import split_sentences
+
+    embedder = SbertEmbedder("all-minilm-l6-v2")
+    encode = cached_encoder(embedder, Cache(CACHE / "hss"))
+    if checker_name == "entail":
+        from hss_gate.consistency.entail_checker import load_entail_matrix
+
+        matrix = load_entail_matrix(encode)
+        checker = load_checker("entail", "", None, encode, embedder.fingerprint)
+
+        def score(document: str, summary: str):
+            sentences = split_sentences(summary)
+            if not sentences:
+                return []
+            return [round(float(v), 6) for v in matrix(document, sentences).max(axis=1)]
+
+        return checker.fingerprint.rsplit(":", 2)[0], score
+    checker = load_checker(checker_name, "", None, encode, embedder.fingerprint)
+    return checker.fingerprint, lambda d, s: checker.check([(d, s)])[0].consistency
+
+
+def cmd_score(args) -> int:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    fingerprint, score = build(args.checker)
+    path = Path(args.cache) / f"scores_{args.checker}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    seen = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            k, v = json.loads(line)
+            seen[k] = v
+    wanted = args.groups.split(",") if args.groups else None
+    with path.open("a") as f:
+        for name, pairs in groups(args).items():
+            if wanted and not any(name.startswith(w) for w in wanted):
+                continue
+            todo = [p for p in pairs if _key(fingerprint, p["document"], p["summary"]) not in seen]
+            t = time.time()
+            for i, p in enumerate(todo):
+                k = _key(fingerprint, p["document"], p["summary"])
+                seen[k] = score(p["document"], p["summary"])
+                f.write(json.dumps([k, seen[k]]) + "\n")
+                if (i + 1) % 100 == 0:
+                    f.flush()
+                    print(f"[{args.checker}] {name} {i + 1}/{len(todo)} {(time.time() - t) / (i + 1):.3f} s/pair", flush=True)
+            if todo:
+                print(f"[{args.checker}] {name}: {len(todo)} pairs, {(time.time() - t) / len(todo):.3f} s/pair", flush=True)
+    (Path(args.cache) / f"fingerprint_{args.checker}.txt").write_text(fingerprint + "\n")
+    return 0
+
+
+def _aggregate(value, how: str) -> float:
+    if isinstance(value, list):
+        if not value:
+            return 1.0
+        return float(np.mean(value) if how == "mean" else np.min(value))
+    return float(value)
+
+
+def load_scores(args, checker: str) -> tuple[str, dict] | None:
+    path = Path(args.cache) / f"scores_{checker}.jsonl"
+    if not path.is_file():
+        return None
+    fingerprint = (Path(args.cache) / f"fingerprint_{checker}.txt").read_text().strip()
+    seen = {}
+    for line in path.read_text().splitlines():
+        k, v = json.loads(line)
+        seen[k] = v
+    return fingerprint, seen
+
+
+def cmd_table(args) -> int:
+    data = groups(args)
+    rows = []
+    columns = [n for n in data if n != "production reference"]
+    variants = [("entail", "mean"), ("entail", "min"), ("invented-sbert", ""), ("sbert", "")]
+    thresholds = {"entail": args.entail_threshold, "invented-sbert": 0.5648, "sbert": 0.818}
+    for checker, how in variants:
+        loaded = load_scores(args, checker)
+        if loaded is None:
+            continue
+        fingerprint, seen = loaded
+        cells, dev = [], []
+        for name in columns:
+            pairs = data[name]
+            values = [seen.get(_key(fingerprint, p["document"], p["summary"])) for p in pairs]
+            if any(v is None for v in values) or not pairs:
+                cells.append("-")
+                continue
+            auc = roc_auc([p["label"] for p in pairs], [_aggregate(v, how) for v in values])
+            cells.append(f"{auc:.3f}")
+            if name.split()[0] in SETS:
+                dev.append(auc)
+        prod = data["production reference"]
+        values = [seen.get(_key(fingerprint, p["document"], p["summary"])) for p in prod]
+        flagged = "-"
+        if all(v is not None for v in values):
+            flagged = f"{np.mean([_aggregate(v, how) < thresholds[checker] for v in values]):.0%}"
+        worst = f"{min(dev):.3f}" if len(dev) == 2 * len(SETS) else "-"
+        mean = f"{np.mean(dev):.3f}" if len(dev) == 2 * len(SETS) else "-"
+        rows.append([f"{checker} {how}".strip(), *cells, worst, mean, flagged])
+    header = ["checker", *columns, "worst dev", "mean dev", "production flagged"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", default=str(CACHE))
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("score")
+    s.add_argument("--checker", required=True, choices=("entail", "invented-sbert", "sbert"))
+    s.add_argument("--groups", default="", help="comma-separated name prefixes (default: all)")
+    s.add_argument("--threads", type=int, default=2)
+    t = sub.add_parser("table")
+    t.add_argument("--entail-threshold", type=float, default=0.5)
+    args = parser.parse_args()
+    return cmd_score(args) if args.cmd == "score" else cmd_table(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
