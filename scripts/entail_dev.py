@@ -161,7 +161,7 @@ def _aggregate(value, how: str) -> float:
 
 def load_scores(args, checker: str) -> tuple[str, dict] | None:
     path = Path(args.cache) / f"scores_{checker}.jsonl"
-    if not path.is_file():
+    if not path.is_file() or not (Path(args.cache) / f"fingerprint_{checker}.txt").is_file():
         return None
     fingerprint = (Path(args.cache) / f"fingerprint_{checker}.txt").read_text().strip()
     seen = {}

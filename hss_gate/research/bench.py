@@ -593,7 +593,7 @@ def checker_stage(config: dict[str, Any]) -> dict[str, Any]:
         lambda: LazyChecker(settings.consistency, embedder, config["cache"]),
         [(source, summary) for _, source, summary in chosen],
     )
-    return {"model": model, "summaries": str(summaries), **timed, "target_s_per_pair": 1.0}
+    return {"model": model, "summaries": str(summaries), **timed, "target_s_per_pair": 0.3}
 
 
 STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

@@ -459,7 +459,7 @@ def checker_lines(checker: dict[str, Any] | None) -> list[str]:
     for a bench.json from before the checker was timed)."""
     if checker is None:
         return []
-    target = checker.get("target_s_per_pair", 1.0)
+    target = checker.get("target_s_per_pair", 0.3)
     name = f"checker {checker.get('model', '')} per (document, summary) pair"
     if "skipped" in checker:
         return [f"| {name} | not measured ({checker['skipped']}) | <= {target:g} s | - |"]
