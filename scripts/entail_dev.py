@@ -19,7 +19,6 @@ checker's fingerprint and the pair's text: a rerun scores only what is new.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -31,18 +30,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from checker_dev import DATA, SETS, load_sets, variant  # noqa: E402
+from checker_dev import key as _key  # noqa: E402
 
 from hss_gate.consistency.calibration import roc_auc  # noqa: E402
 
 CACHE = REPO / "outputs" / "checker-dev"
-
-
-def _key(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode())
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 def synthetic_pairs(n_documents: int = 120, per_document: int = 6) -> list[dict]:
