@@ -201,6 +201,34 @@ def cmd_table(args) -> int:
     return 0
 
 
+def cmd_systems(args) -> int:
+    """FRANK's five systems, every ordered pair, through the gate's rule (research/systems.py)
+    on the cached per-summary scores of `--checker` (entities not tagged, as `hss systems`)."""
+    from hss_gate.research.systems import agreement, document_row, evaluate_pairs, read_judgements
+    from hss_gate.settings import GateSettings
+
+    fingerprint, seen = load_scores(args, args.checker)
+    documents = {}
+    for line in (DATA / "frank_cnndm" / "documents.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        documents[rec["doc_id"]] = rec["document"]
+    rows: dict[str, list[dict]] = {}
+    for line in (DATA / "frank_cnndm" / "summaries.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        value = seen[_key(fingerprint, documents[rec["doc_id"]], rec["summary"])]
+        rows.setdefault(rec["system"], []).append(
+            document_row(rec["doc_id"], _aggregate(value, args.aggregate), args.threshold, 0.0)
+        )
+    gate = GateSettings(consistency_margin=args.margin)
+    judged = read_judgements(DATA / "frank_cnndm" / "summaries.jsonl")
+    pairs = evaluate_pairs(rows, judged, gate)
+    means = {s: round(float(np.mean([r["base_consistency"] for r in rs])), 3) for s, rs in rows.items()}
+    humans = {s: round(float(np.mean(list(v.values()))), 3) for s, v in judged.items()}
+    print(f"mean consistency per system: {means}; humans (share factual): {humans}")
+    print(f"margin {args.margin}, threshold {args.threshold}: {agreement(pairs)}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", default=str(CACHE))
@@ -211,8 +239,14 @@ def main() -> int:
     s.add_argument("--threads", type=int, default=2)
     t = sub.add_parser("table")
     t.add_argument("--entail-threshold", type=float, default=0.5)
+    y = sub.add_parser("systems")
+    y.add_argument("--checker", default="entail")
+    y.add_argument("--aggregate", default="mean", choices=("mean", "min"))
+    y.add_argument("--threshold", type=float, default=0.5)
+    y.add_argument("--margin", type=float, default=0.07)
     args = parser.parse_args()
-    return cmd_score(args) if args.cmd == "score" else cmd_table(args)
+    commands = {"score": cmd_score, "table": cmd_table, "systems": cmd_systems}
+    return commands[args.cmd](args)
 
 
 if __name__ == "__main__":
