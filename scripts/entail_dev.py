@@ -44,7 +44,13 @@ def synthetic_pairs(n_documents: int = 120, per_document: int = 6) -> list[dict]
     documents = ed.read_documents(DATA / "frank_cnndm" / "documents.jsonl")[:n_documents]
     pairs = ed.document_pairs(documents, per_document, seed=101)
     return [
-        {"id": f"syn{i}", "document": p.premise, "summary": p.hypothesis, "label": p.label, "kind": p.kind}
+        {
+            "id": f"syn{i}",
+            "document": p.premise,
+            "summary": p.hypothesis,
+            "label": p.label,
+            "kind": p.kind,
+        }
         for i, p in enumerate(pairs)
     ]
 
@@ -61,10 +67,19 @@ def production_pairs() -> list[dict]:
         rec = json.loads(line)
         corpus[rec["doc_id"]] = rec["text"]
     out = []
-    for line in (REPO / "data" / "baseline" / "reference" / "summaries.jsonl").read_text().splitlines():
+    for line in (
+        (REPO / "data" / "baseline" / "reference" / "summaries.jsonl").read_text().splitlines()
+    ):
         rec = json.loads(line)
         if rec["strength"] == "base":
-            out.append({"id": rec["doc_id"], "document": corpus[rec["doc_id"]], "summary": rec["summary"], "label": -1})
+            out.append(
+                {
+                    "id": rec["doc_id"],
+                    "document": corpus[rec["doc_id"]],
+                    "summary": rec["summary"],
+                    "label": -1,
+                }
+            )
     return out
 
 
@@ -136,9 +151,15 @@ def cmd_score(args) -> int:
                 f.write(json.dumps([k, seen[k]]) + "\n")
                 if (i + 1) % 100 == 0:
                     f.flush()
-                    print(f"[{args.checker}] {name} {i + 1}/{len(todo)} {(time.time() - t) / (i + 1):.3f} s/pair", flush=True)
+                    print(
+                        f"[{args.checker}] {name} {i + 1}/{len(todo)} {(time.time() - t) / (i + 1):.3f} s/pair",
+                        flush=True,
+                    )
             if todo:
-                print(f"[{args.checker}] {name}: {len(todo)} pairs, {(time.time() - t) / len(todo):.3f} s/pair", flush=True)
+                print(
+                    f"[{args.checker}] {name}: {len(todo)} pairs, {(time.time() - t) / len(todo):.3f} s/pair",
+                    flush=True,
+                )
     (Path(args.cache) / f"fingerprint_{args.checker}.txt").write_text(fingerprint + "\n")
     return 0
 
@@ -222,7 +243,9 @@ def cmd_systems(args) -> int:
     gate = GateSettings(consistency_margin=args.margin)
     judged = read_judgements(DATA / "frank_cnndm" / "summaries.jsonl")
     pairs = evaluate_pairs(rows, judged, gate)
-    means = {s: round(float(np.mean([r["base_consistency"] for r in rs])), 3) for s, rs in rows.items()}
+    means = {
+        s: round(float(np.mean([r["base_consistency"] for r in rs])), 3) for s, rs in rows.items()
+    }
     humans = {s: round(float(np.mean(list(v.values()))), 3) for s, v in judged.items()}
     print(f"mean consistency per system: {means}; humans (share factual): {humans}")
     print(f"margin {args.margin}, threshold {args.threshold}: {agreement(pairs)}")
