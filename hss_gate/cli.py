@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hss_gate import __version__
-from hss_gate.errors import HssError, InputError
+from hss_gate.errors import HssError, InputError, ModelError
 from hss_gate.progress import progress_reporter
 
 app = typer.Typer(
@@ -677,6 +677,18 @@ def checker_train(params: ParamsOpt = DEFAULT_PARAMS) -> None:
     )
 
 
+@checker_app.command("claims")
+@guarded
+def checker_claims(params: ParamsOpt = DEFAULT_PARAMS) -> None:
+    """Write the abstractive training claims: the local LLM (params.yaml checker.llm_model)
+    restates passages of the checker's documents; what `dvc repro checker-claims` runs."""
+    from hss_gate.workflows.checker import write_llm_claims
+
+    with progress_reporter(console) as progress:
+        out = write_llm_claims(_settings(params), progress, _say)
+    _say(f"wrote {out}")
+
+
 @models_app.command("list")
 @guarded
 def models_list() -> None:
@@ -706,10 +718,21 @@ def models_install(names: ModelNames = None) -> None:
 @models_app.command("verify")
 @guarded
 def models_verify(names: ModelNames = None) -> None:
-    """Check the sha256 of every weight file of the installed models."""
+    """Check the sha256 of every weight file of the installed models (and, without names, of
+    the entail checker's shipped adapter)."""
     from hss_gate import model_store
 
     problems = model_store.problems(model_store.selected(names))
+    if not names:
+        from hss_gate.consistency import entail_release
+        from hss_gate.consistency.entail_checker import verified_adapter
+
+        pinned = entail_release.ENTAIL_ADAPTER_SHA256
+        try:
+            verified_adapter(entail_release.ENTAIL_ADAPTER_PATH, pinned)
+            problems["entail adapter"] = []
+        except ModelError as exc:
+            problems["entail adapter"] = [str(exc)]
     for name, found in problems.items():
         out_console.print(f"{name}: " + ("; ".join(found) or "verified"))
     if any(problems.values()):

@@ -502,6 +502,9 @@ class CheckerDocuments(BaseModel):
 
     path: str = Field(description="JSON Lines (id, text|document|article) or SummaC-style JSON")
     per_document: int = Field(ge=1, description="pairs made per document")
+    llm_per_document: int = Field(
+        0, ge=0, description="passages per document the LLM restates (hss checker claims)"
+    )
 
 
 class CheckerSettings(BaseModel):
@@ -523,6 +526,15 @@ class CheckerSettings(BaseModel):
         ],
         description="unlabelled document collections for the document-grounded pairs",
     )
+    llm_model: str = Field(
+        "gguf:qwen2.5-coder-0.5b-instruct",
+        description="the local LLM that writes the abstractive claims (hss checker claims)",
+    )
+    llm_claims: str | None = Field(
+        ".hss/data/llm_claims.jsonl",
+        description="its claims, read by training (null: train without them)",
+    )
+    llm_words: int = Field(25, ge=5, description="words asked for per LLM claim")
     rank: int = Field(16, ge=1, description="LoRA rank of the adapters")
     alpha: float = Field(32.0, gt=0, description="LoRA scale numerator (scale alpha / rank)")
     max_length: int = Field(256, ge=32, description="word pieces of a (premise, claim) pair")

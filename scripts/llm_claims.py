@@ -29,23 +29,6 @@ PROMPT = (
 )
 
 
-def corrupt(claim: str, document: str, rng: random.Random) -> tuple[str, str] | None:
-    """One corruption of the claim (kind, text), or None when none applies."""
-    names, numbers = ed._names(document), ed._NUMBER.findall(document)
-    makers = [
-        ("swap-name", lambda: ed.swap_name(claim, names, rng)),
-        ("swap-number", lambda: ed.swap_number(claim, numbers, rng)),
-        ("negate", lambda: ed.negate(claim)),
-        ("exchange", lambda: ed.exchange_names(claim)),
-    ]
-    rng.shuffle(makers)
-    for kind, make in makers:
-        text = make()
-        if text and text != claim:
-            return kind, text
-    return None
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", required=True)
@@ -81,7 +64,7 @@ def main() -> int:
                 continue
             row = {"id": doc_id, "document": text, "model": args.model}
             f.write(json.dumps(row | {"summary": claim, "label": 1, "kind": "llm"}) + "\n")
-            wrong = corrupt(claim, text, rng)
+            wrong = ed.corrupt(claim, text, rng)
             if wrong:
                 f.write(
                     json.dumps(row | {"summary": wrong[1], "label": 0, "kind": wrong[0]}) + "\n"

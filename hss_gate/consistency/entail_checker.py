@@ -166,6 +166,7 @@ def load_entailment_scorer(
         build_cross_encoder,
         embedded_base_dir,
         load_adapter,
+        merge_adapters,
         read_adapter_config,
     )
 
@@ -178,6 +179,7 @@ def load_entailment_scorer(
             base_dir = embedded_base_dir()
         tokenizer, model = build_cross_encoder(base_dir, config)
         load_adapter(model, adapter)
+        merge_adapters(model)
     except ModelError as exc:
         if str(adapter) in str(exc):
             raise

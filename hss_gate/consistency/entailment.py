@@ -152,6 +152,27 @@ def load_adapter(model: Any, path: str | Path) -> None:
         raise ModelError(f"{path}: adapter does not fit the model ({first})") from exc
 
 
+def merge_adapters(model: Any) -> Any:
+    """Fold every LoRA adapter into its base layer (W + scale * B A) for inference: one matmul
+    per layer instead of three, the same scores up to float rounding. Training needs them apart."""
+    import torch
+    from torch import nn
+
+    with torch.no_grad():
+        for name, module in list(model.named_modules()):
+            if not hasattr(module, "lora_a"):
+                continue
+            base = module.base
+            merged = nn.Linear(base.in_features, base.out_features, bias=base.bias is not None)
+            merged.weight.copy_(base.weight + module.scale * (module.lora_b @ module.lora_a))
+            if base.bias is not None:
+                merged.bias.copy_(base.bias)
+            parent_name, _, child = name.rpartition(".")
+            setattr(model.get_submodule(parent_name), child, merged)
+    model.eval()
+    return model
+
+
 def read_adapter_config(path: str | Path) -> AdapterConfig:
     """The settings stored in an adapter file's metadata."""
     from safetensors import safe_open

@@ -8,6 +8,9 @@
   is one of those with a name, number or year swapped for another of the same document, a
   negation added or removed, two names exchanged, a sentence of the same document outside the
   window, or a sentence of another document.
+- LLM-written claims (the abstractive regime): a local LLM restates a window of source
+  sentences in one sentence of its own words (`LLM_CLAIM_PROMPT`); a restatement that writes no
+  name or number the window does not is supported, and its corruption (`corrupt`) is not.
 
 Every choice draws from `random.Random(seed)` in a fixed order: the same inputs and seed give the
 same pairs.
@@ -298,6 +301,93 @@ def document_pairs(
                 )
             out.append(pair)
             made += 1
+    return out
+
+
+LLM_CLAIM_PROMPT = (
+    "Read the passage and state its main point in one sentence of your own words, at most "
+    "{summary_words} words, like the summary line under a news headline. Use only what the "
+    "passage says.\n\nPassage:\n{document}\n\nWrite the one sentence now."
+)
+
+
+def claim_passages(
+    documents: Sequence[tuple[str, str]],
+    per_document: int,
+    seed: int,
+    split: Callable[[str], list[str]] | None = None,
+    max_words: int = 120,
+) -> list[tuple[str, str]]:
+    """(source id, passage) pairs for the LLM to restate: up to `per_document` windows of
+    consecutive sentences per document (at least 2 sentences, at most `max_words` words)."""
+    if split is None:
+        from hss_gate.sentences import split_sentences as split
+    rng = random.Random(seed)
+    out: list[tuple[str, str]] = []
+    for doc_id, text in documents:
+        sentences = [s for s in split(text) if 4 <= len(s.split()) <= 60]
+        spans = [(a, b) for a, b in windows(sentences, max_words) if b - a >= 2]
+        for start, end in rng.sample(spans, min(per_document, len(spans))):
+            out.append((doc_id, " ".join(sentences[start:end])))
+    return out
+
+
+def clean_claim(text: str) -> str:
+    """The model's first non-empty line without a label ("Summary:") or quotes."""
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    line = re.sub(
+        r"^(?:\*\*)?(?:one-sentence )?(?:summary|sentence|answer)(?:\*\*)?\s*:\s*",
+        "",
+        line,
+        flags=re.I,
+    )
+    return line.strip().strip('"“”').strip()
+
+
+def grounded(claim: str, premise: str) -> bool:
+    """No name or number in the claim that the premise does not write (case-insensitive): the
+    cheap guard that keeps the LLM's own inventions out of the supported claims."""
+    lower = premise.lower()
+    return all(n.lower() in lower for n in _names(claim) + _NUMBER.findall(claim))
+
+
+def corrupt(claim: str, premise: str, rng: random.Random) -> tuple[str, str] | None:
+    """One corruption of the claim, (kind, text): a name or number of the premise swapped in, a
+    negation added or removed, or two names exchanged; None when none applies."""
+    names, numbers = _names(premise), _NUMBER.findall(premise)
+    makers: list[tuple[str, Callable[[], str | None]]] = [
+        ("swap-name", lambda: swap_name(claim, names, rng)),
+        ("swap-number", lambda: swap_number(claim, numbers, rng)),
+        ("negate", lambda: negate(claim)),
+        ("exchange", lambda: exchange_names(claim)),
+    ]
+    rng.shuffle(makers)
+    for kind, make in makers:
+        text = make()
+        if text and text != claim:
+            return kind, text
+    return None
+
+
+def llm_pairs(rows: Iterable[dict], seed: int) -> list[Pair]:
+    """Pairs from LLM restatements (rows with `source`, `premise`, `claim`): a grounded
+    restatement of 5-45 words is supported ("llm"), its corruption is not ("llm-<kind>")."""
+    rng = random.Random(seed)
+    out: list[Pair] = []
+    for row in rows:
+        claim, premise = clean_claim(row["claim"]), row["premise"]
+        if not 5 <= len(claim.split()) <= 45 or not grounded(claim, premise):
+            continue
+        made = [Pair(premise, claim, 1, "llm", row["source"])]
+        wrong = corrupt(claim, premise, rng)
+        if wrong:
+            made.append(Pair(premise, wrong[1], 0, f"llm-{wrong[0]}", row["source"]))
+        if rng.random() < 0.25:
+            made = [
+                Pair(p.premise.lower(), p.hypothesis.lower(), p.label, p.kind, p.source)
+                for p in made
+            ]
+        out += made
     return out
 
 

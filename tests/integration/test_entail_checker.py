@@ -4,6 +4,7 @@ sha256 pin, and long sources and hypotheses through the encoder's small window."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,9 @@ def _sha(path: Path) -> str:
 def test_a_loaded_adapter_scores_as_the_model_that_saved_it(base_dir, trained):
     path, saved = trained
     loaded = load_entailment_scorer(path, _sha(path), base_dir)
-    np.testing.assert_array_equal(loaded.scores(PREMISES, HYPOTHESES), saved)
+    # the adapters are folded into their layers for inference: the same scores up to rounding
+    assert not any(hasattr(m, "lora_a") for m in loaded.model.modules())
+    np.testing.assert_allclose(loaded.scores(PREMISES, HYPOTHESES), saved, rtol=0, atol=1e-5)
     assert entailment.read_adapter_config(path).max_length == WINDOW
     fresh = entailment.EntailmentScorer(
         *entailment.build_cross_encoder(base_dir, loaded.config), loaded.config, "fresh"
@@ -220,3 +223,41 @@ def test_training_resumes_to_the_same_bytes_and_learns(base_dir: Path, tmp_path:
     again = train_adapter(pairs, base_dir, config, settings, resumed, tmp_path / "ck")
     assert again["steps"] == 60
     assert resumed.read_bytes() == whole.read_bytes()
+
+
+def test_llm_claims_are_written_in_batches_and_resume(tmp_path: Path) -> None:
+    """`hss checker claims` on a fake LLM: one row per passage, and a run stopped after a batch
+    resumes from its partial file instead of starting again."""
+    from hss_gate.settings import CheckerDocuments, load_settings
+    from hss_gate.workflows.checker import write_llm_claims
+
+    corpus = tmp_path / "docs.jsonl"
+    text = (
+        "The council approved a new library on Tuesday. It will cost 4 million pounds. "
+        "Councillor Ann Smith said work starts in May. The old library closed in 2019."
+    )
+    corpus.write_text(
+        "".join(json.dumps({"id": i, "text": f"Item {i}. {text}"}) + "\n" for i in range(3))
+    )
+    settings = load_settings(tmp_path / "no-params.yaml")
+    settings.checker.documents = [
+        CheckerDocuments(path=str(corpus), per_document=2, llm_per_document=2)
+    ]
+    settings.checker.llm_model = "fake:lead"
+    settings.checker.llm_claims = str(tmp_path / "claims.jsonl")
+    out = write_llm_claims(settings, batch=2, say=lambda _: None)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == 6 and {r["model"] for r in rows} == {"fake:lead"}
+    assert all(r["claim"] and r["claim"] in r["premise"] for r in rows)  # the lead restates
+    partial = out.with_suffix(".jsonl.partial")
+    partial.write_text("".join(json.dumps(r) + "\n" for r in rows[:4]))
+    out.unlink()
+    started_at: list[int] = []
+
+    def progress(stage: str, total: int, done: int):
+        started_at.append(done)
+        return lambda n: None
+
+    write_llm_claims(settings, progress, say=lambda _: None, batch=2)
+    assert started_at == [4]
+    assert [json.loads(x) for x in out.read_text().splitlines()] == rows

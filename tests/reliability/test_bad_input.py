@@ -1153,3 +1153,16 @@ def test_the_entail_checker_with_a_tampered_adapter_fails_in_one_line(cli, tmp_p
     )
     message = _error(result)
     assert str(adapter) in message
+
+
+def test_models_verify_checks_the_shipped_entail_adapter(cli, tmp_path, monkeypatch):
+    from hss_gate.consistency import entail_release
+
+    verified = cli.invoke(app, ["models", "verify"])
+    assert "entail adapter: verified" in verified.output
+    tampered = tmp_path / "entail_adapter.safetensors"
+    tampered.write_bytes(b"tampered")
+    monkeypatch.setattr(entail_release, "ENTAIL_ADAPTER_PATH", tampered)
+    result = cli.invoke(app, ["models", "verify"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "entail adapter: " in result.output and "does not match the pinned" in result.output

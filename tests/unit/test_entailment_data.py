@@ -93,3 +93,41 @@ def test_pairs_round_trip_through_jsonl(tmp_path: Path) -> None:
     pairs = ed.document_pairs([("a", DOC)], 5, seed=1)
     ed.write_pairs(pairs, tmp_path / "p.jsonl")
     assert ed.read_pairs(tmp_path / "p.jsonl") == pairs
+
+
+def test_llm_claims_are_kept_only_when_grounded_and_each_gets_a_corruption() -> None:
+    premise = DOC
+    rows = [
+        {"source": "a", "premise": premise, "claim": "Summary: Sarah Hartley says 40 jobs come."},
+        {"source": "a", "premise": premise, "claim": "Sarah Hartley will open 9 shops in Paris."},
+        {"source": "a", "premise": premise, "claim": "Too short."},
+        {"source": "b", "premise": premise, "claim": '"The bakery was founded by Albert Hartley."'},
+    ]
+    pairs = ed.llm_pairs(rows, seed=2)
+    assert pairs == ed.llm_pairs(rows, seed=2)
+    supported = [p.hypothesis.lower() for p in pairs if p.label == 1]
+    # the label and the quotes go; the invented "9" and "Paris" drop the second claim
+    assert supported == [
+        "sarah hartley says 40 jobs come.",
+        "the bakery was founded by albert hartley.",
+    ]
+    wrong = [p for p in pairs if p.label == 0]
+    assert len(wrong) == 2 and all(p.kind.startswith("llm-") for p in wrong)
+    assert all(p.hypothesis.lower() not in supported for p in wrong)
+
+
+def test_grounded_reads_names_and_numbers_case_blind() -> None:
+    assert ed.grounded("Sarah Hartley founded nothing in 1952.", DOC.lower())
+    assert not ed.grounded("Sarah Hartley opened 41 shops.", DOC)
+    assert not ed.grounded("Jane Hartley opened shops.", DOC)
+
+
+def test_claim_passages_are_windows_of_two_or_more_sentences_drawn_by_seed() -> None:
+    docs = [("a", DOC), ("b", OTHER)]
+    passages = ed.claim_passages(docs, 2, seed=4)
+    assert passages == ed.claim_passages(docs, 2, seed=4)
+    assert [s for s, _ in passages] == ["a", "a", "b", "b"]
+    for source, passage in passages:
+        text = DOC if source == "a" else OTHER
+        assert passage in text and len(passage.split(". ")) >= 2 and len(passage.split()) <= 120
+    assert ed.claim_passages(docs, 0, seed=4) == []
