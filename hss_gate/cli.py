@@ -96,13 +96,33 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _settings(params: Path, k: int | None = None, seed: int | None = None, **more: Any):
-    from hss_gate.settings import load_settings
+def _settings(
+    params: Path,
+    k: int | None = None,
+    seed: int | None = None,
+    *,
+    inputs: tuple[str, ...] | None = None,
+    **more: Any,
+):
+    """The settings: options > HSS_* > params > the packaged params.yaml (an installed wheel).
+    The input paths `inputs` (default: settings.PACKAGED_INPUTS) the working folder lacks are
+    read from the packaged data; a command that writes one of them leaves it out."""
+    from hss_gate.packaged import packaged_root
+    from hss_gate.settings import PACKAGED_INPUTS, load_settings, use_packaged_inputs
 
     if params != DEFAULT_PARAMS and not params.is_file():  # a typo must not mean the defaults
         raise InputError(f"--params {params}: no such file")
     more |= {"perturb__k": k, "perturb__seed": seed}
-    return load_settings(params, **{key: v for key, v in more.items() if v is not None})
+    root = packaged_root()
+    settings = load_settings(
+        params,
+        defaults=None if root is None else root / "params.yaml",
+        **{key: v for key, v in more.items() if v is not None},
+    )
+    replaced = use_packaged_inputs(settings, root, PACKAGED_INPUTS if inputs is None else inputs)
+    if replaced:
+        _wide(f"not in this folder, read from the installed package: {', '.join(replaced)}")
+    return settings
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> None:
@@ -216,7 +236,7 @@ def baseline(
 
     if stage not in (*STAGES, STAGE):
         raise InputError(f"--stage: unknown '{stage}'; choose from {', '.join(STAGES)}, {STAGE}")
-    settings = _settings(params)
+    settings = _settings(params, inputs=("run.corpus",))  # it writes the baseline's paths
     if stage == STAGE:
         run_attribution_stage(settings, model=model, corpus=corpus, out=out, say=_say)
         return

@@ -1,11 +1,15 @@
 """One typed settings source: params.yaml, overridden by HSS_* environment variables.
 
-Nested keys use a double underscore: HSS_PERTURB__TAU=0.7 overrides perturb.tau.
+Nested keys use a double underscore: HSS_PERTURB__TAU=0.7 overrides perturb.tau. Layers, the
+first that sets a key wins: explicit overrides (CLI options) > HSS_* environment > ./params.yaml
+> the packaged params.yaml of an installed wheel (hss_gate/packaged.py) > the defaults below.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,8 +27,20 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from hss_gate.errors import InputError
+from hss_gate.packaged import packaged_path
 
 STRENGTH_ORDER = ("low", "moderate", "high")
+
+SCHEMA_VERSION = 1
+"""The layout of params.yaml this version reads (its top-level key `schema_version`)."""
+UNVERSIONED = 1
+"""A params.yaml without `schema_version` has the layout of version 1 (before the key existed)."""
+SCHEMA_CHANGES: dict[int, tuple[str, ...]] = {}
+"""For each schema_version after the first: the keys it renamed, moved or changed in meaning
+(e.g. "run.corpus -> run.corpora"), named in the error a params.yaml of an older version gets."""
+
+PACKAGED_INPUTS = ("run.corpus", "run.baseline_dir", "score.normalization", "monitor.reference")
+"""The input paths a command without them in the working folder reads from the packaged data."""
 
 
 class PerturbSettings(BaseModel):
@@ -590,6 +606,9 @@ class HssSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="HSS_", env_nested_delimiter="__", extra="ignore")
 
+    schema_version: int = Field(
+        SCHEMA_VERSION, ge=1, description="the params.yaml layout (settings.SCHEMA_CHANGES)"
+    )
     run: RunSettings = Field(default_factory=RunSettings)
     baseline: BaselineSettings = Field(default_factory=BaselineSettings)
     perturb: PerturbSettings = Field(default_factory=PerturbSettings)
@@ -644,6 +663,8 @@ def _check_keys(path: Path, data: dict[str, Any]) -> None:
     """Unknown sections and keys are refused: a misspelt key would silently keep its default."""
     sections = HssSettings.model_fields
     for section, values in data.items():
+        if section == "schema_version":
+            continue  # a number, checked by check_schema
         if section not in sections:
             raise InputError(f"{path}: unknown section '{section}' (known: {', '.join(sections)})")
         if not isinstance(values, dict):
@@ -680,23 +701,99 @@ def with_param(text: str, section: str, key: str, value: str, note: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_settings(params_path: str | Path = "params.yaml", **overrides: Any) -> HssSettings:
-    """Read params.yaml (if present), apply HSS_* env vars, then explicit overrides."""
+def check_schema(path: Path, data: Mapping[str, Any]) -> None:
+    """Refuse a params.yaml of another layout: an older one with the keys that changed since,
+    a newer one with the advice to upgrade hss-gate."""
+    version = data.get("schema_version", UNVERSIONED)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InputError(f"{path}: schema_version must be a whole number >= 1, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise InputError(
+            f"{path}: schema_version {version} is newer than this hss-gate reads "
+            f"({SCHEMA_VERSION}): upgrade hss-gate"
+        )
+    if version < SCHEMA_VERSION:
+        changed = [
+            key for later in range(version + 1, SCHEMA_VERSION + 1) for key in SCHEMA_CHANGES[later]
+        ]
+        raise InputError(
+            f"{path}: schema_version {version} is older than {SCHEMA_VERSION}; changed since: "
+            f"{'; '.join(changed) or 'nothing renamed'}: update them and set "
+            f"schema_version: {SCHEMA_VERSION}"
+        )
+
+
+def is_project(data: Mapping[str, Any]) -> bool:
+    """Does this params.yaml's content make its folder an hss-gate project (a known section or
+    the schema_version key)?"""
+    return any(key in HssSettings.model_fields for key in data)
+
+
+def user_cache_dir(environ: Mapping[str, str]) -> Path:
+    """hss-gate's folder in the user's cache: $XDG_CACHE_HOME/hss-gate, else ~/.cache/hss-gate."""
+    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".cache")
+    return Path(base) / "hss-gate"
+
+
+def load_settings(
+    params_path: str | Path = "params.yaml", *, defaults: str | Path | None = None, **overrides: Any
+) -> HssSettings:
+    """Read params.yaml (if present) over the packaged defaults file `defaults` (if given), apply
+    HSS_* env vars, then explicit overrides. Outside a project (no params.yaml with an hss-gate
+    section) run.models_dir, unless set, is the user's cache folder: models are shared between
+    folders instead of landing in whatever folder the command runs in."""
     path = Path(params_path)
     data = _read_params(path)
+    check_schema(path, data)
+    project = is_project(data)
+    own_run = dict(data.get("run") or {})
+    if defaults is not None:
+        data = _deep_merge(_read_params(Path(defaults)), data)
+    data.pop("schema_version", None)  # the file's layout, checked above; not a setting to carry
     known = set(HssSettings.model_fields)
     try:
         from_env = HssSettings()  # env beats the file
-        merged = _deep_merge(data, from_env.model_dump(exclude_unset=True))
+        set_by_env = from_env.model_dump(exclude_unset=True)
+        merged = _deep_merge(data, set_by_env)
         for key, value in overrides.items():
             section, _, field = key.partition("__")
             merged.setdefault(section, {})[field] = value
+        chosen = {*own_run, *set_by_env.get("run", {})} | {
+            k for k in overrides if k == "run__models_dir"
+        }
+        if not project and not chosen & {"models_dir", "run__models_dir"}:
+            merged.setdefault("run", {})["models_dir"] = str(user_cache_dir(os.environ) / "models")
         return HssSettings(**{k: v for k, v in merged.items() if k in known})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         why = first["msg"].removeprefix("Value error, ")
         raise InputError(f"{path}: invalid setting '{where}': {why}") from exc
+
+
+def use_packaged_inputs(
+    settings: HssSettings,
+    root: Path | None,
+    keys: tuple[str, ...] = PACKAGED_INPUTS,
+    cwd: Path | None = None,
+) -> list[str]:
+    """Point each input path of `keys` (section.key) that the working folder `cwd` lacks at its
+    packaged copy (hss_gate/packaged.py), in place; returns "key (path)" for each one replaced."""
+    if root is None:
+        return []
+    here = Path.cwd() if cwd is None else cwd
+    notes = []
+    for dotted in keys:
+        section, _, key = dotted.partition(".")
+        part = getattr(settings, section)
+        value = getattr(part, key)
+        if not value or (here / value).exists():
+            continue
+        packaged = packaged_path(value, root)
+        if packaged is not None:
+            setattr(part, key, str(packaged))
+            notes.append(f"{dotted} ({value})")
+    return notes
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
