@@ -91,6 +91,30 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def write_texts_atomic(files: Mapping[Path, str]) -> None:
+    """Several text files (UTF-8), all or none: every one is first written to a temporary file
+    beside its target; only when all are written are they renamed into place (a failure before
+    that leaves no target touched and no temporary file behind)."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed here, renamed below
+                "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8", newline=""
+            )
+            staged.append((Path(handle.name), path))
+            with handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+    except BaseException:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
+        raise
+    for temporary, path in staged:
+        os.replace(temporary, path)
+
+
 def new_folder_beside(target: str | Path) -> Path:
     """An empty, world-readable temporary folder in `target`'s parent, to build `target` in."""
     target = Path(target).resolve()

@@ -39,8 +39,13 @@ SCHEMA_CHANGES: dict[int, tuple[str, ...]] = {}
 """For each schema_version after the first: the keys it renamed, moved or changed in meaning
 (e.g. "run.corpus -> run.corpora"), named in the error a params.yaml of an older version gets."""
 
+TOP_LEVEL_KEYS = ("schema_version", "hss_gate_version")
+"""params.yaml's top-level keys that hold a value, not a section of settings."""
+
 PACKAGED_INPUTS = ("run.corpus", "run.baseline_dir", "score.normalization", "monitor.reference")
 """The input paths a command without them in the working folder reads from the packaged data."""
+PACKAGED_BASELINE = ("run.baseline_dir", "score.normalization", "monitor.reference")
+"""Of those, the baseline's: production's run on the packaged corpus."""
 
 
 class PerturbSettings(BaseModel):
@@ -609,6 +614,11 @@ class HssSettings(BaseSettings):
     schema_version: int = Field(
         SCHEMA_VERSION, ge=1, description="the params.yaml layout (settings.SCHEMA_CHANGES)"
     )
+    hss_gate_version: str | None = Field(
+        None,
+        description="the hss-gate version a project's baseline is built with (`hss init` writes "
+        "the installed one; its dvc.yaml stages depend on it, so an upgrade is a change)",
+    )
     run: RunSettings = Field(default_factory=RunSettings)
     baseline: BaselineSettings = Field(default_factory=BaselineSettings)
     perturb: PerturbSettings = Field(default_factory=PerturbSettings)
@@ -663,8 +673,8 @@ def _check_keys(path: Path, data: dict[str, Any]) -> None:
     """Unknown sections and keys are refused: a misspelt key would silently keep its default."""
     sections = HssSettings.model_fields
     for section, values in data.items():
-        if section == "schema_version":
-            continue  # a number, checked by check_schema
+        if section in TOP_LEVEL_KEYS:
+            continue  # values, not sections: schema_version is checked by check_schema
         if section not in sections:
             raise InputError(f"{path}: unknown section '{section}' (known: {', '.join(sections)})")
         if not isinstance(values, dict):
@@ -778,12 +788,19 @@ def use_packaged_inputs(
     cwd: Path | None = None,
 ) -> list[str]:
     """Point each input path of `keys` (section.key) that the working folder `cwd` lacks at its
-    packaged copy (hss_gate/packaged.py), in place; returns "key (path)" for each one replaced."""
+    packaged copy (hss_gate/packaged.py), in place; returns "key (path)" for each one replaced.
+    The baseline's paths only while the corpus is the packaged one too: the packaged baseline
+    is production's run on that corpus, not on a corpus of the user's."""
     if root is None:
         return []
     here = Path.cwd() if cwd is None else cwd
     notes = []
+    own_corpus = packaged_path(settings.run.corpus, root) is None or (
+        (here / settings.run.corpus).exists()
+    )
     for dotted in keys:
+        if own_corpus and dotted in PACKAGED_BASELINE:
+            continue  # the packaged baseline belongs to the packaged corpus only
         section, _, key = dotted.partition(".")
         part = getattr(settings, section)
         value = getattr(part, key)

@@ -143,19 +143,26 @@ def test_missing_inputs_are_read_from_the_packaged_copy(tmp_path, monkeypatch):
     root = tmp_path / "pk"
     packaged.build(_project(tmp_path / "p"), root)
     work = tmp_path / "work"
-    (work / "data/reference").mkdir(parents=True)  # the user's own corpus stays
+    work.mkdir()
     got = load_settings(work / "params.yaml", defaults=root / "params.yaml")
     notes = use_packaged_inputs(got, root, cwd=work)
-    assert got.run.corpus == "data/reference"
+    assert got.run.corpus == str(root / "reference")
     assert got.run.baseline_dir == str(root / "baseline")
     assert got.score.normalization == str(root / "baseline/normalization.json")
     assert got.monitor.reference == "data/baseline/production_scores.csv"  # not packaged here
     assert notes == [
+        "run.corpus (data/reference)",
         "run.baseline_dir (data/baseline)",
         "score.normalization (data/baseline/normalization.json)",
     ]
+    (work / "data/reference").mkdir(parents=True)  # a corpus of the user's own: it stays, and
+    mine = load_settings(work / "params.yaml", defaults=root / "params.yaml")
+    assert use_packaged_inputs(mine, root, cwd=work) == []  # the packaged baseline is not its
+    (work / "data/reference").rmdir()
     writer = load_settings(work / "params.yaml", defaults=root / "params.yaml")
-    assert use_packaged_inputs(writer, root, ("run.corpus",), cwd=work) == []
+    assert use_packaged_inputs(writer, root, ("run.corpus",), cwd=work) == [
+        "run.corpus (data/reference)"
+    ]
     assert writer.run.baseline_dir == "data/baseline"  # hss baseline writes here, never the package
     assert use_packaged_inputs(writer, None, cwd=work) == []
 
