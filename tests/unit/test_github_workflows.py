@@ -178,7 +178,7 @@ def test_no_privileged_triggers(workflows):
 def test_every_action_is_pinned(workflows):
     for name, wf in workflows.items():
         for job_id, step in _steps(wf):
-            if "uses" in step:
+            if "uses" in step and step["uses"] != "./":  # ./: this repository's action.yml
                 assert PINNED.match(step["uses"]), f"{name}:{job_id}: {step['uses']} not pinned"
 
 
@@ -221,9 +221,52 @@ def test_gate_comments_without_failing_and_fails_on_block(workflows):
     assert "!cancelled()" in comment["if"] and "pull_request" in comment["if"]
     assert "pull_request.number" in wf["concurrency"]["group"]
     assert all(step.get("continue-on-error") is True for step in comment["steps"])
-    names = [s.get("name") for s in wf["jobs"]["gate"]["steps"]]
+    gate = _step(wf, "gate", "Run the promotion gate")
+    assert gate["uses"] == "./" and gate["with"]["comment"] == "false"  # the comment job posts
+    assert wf["jobs"]["gate"]["outputs"]["exit_code"] == "${{ steps.gate.outputs.exit-code }}"
+    steps = ACTION["runs"]["steps"]
+    names = [s.get("name") for s in steps]
     assert names.index("Upload the gate report") < names.index("Fail unless the gate promotes")
-    assert _step(wf, "gate", "Upload the gate report")["if"] == "always()"
+    upload = steps[names.index("Upload the gate report")]
+    assert upload["if"] == "always()" and upload["with"]["name"] == "gate-report"
+    posting = steps[names.index("Create or update the decision comment")]
+    assert posting["continue-on-error"] is True and "inputs.comment == 'true'" in posting["if"]
+
+
+# --- the action (action.yml, scripts/action.sh) -------------------------------------------------
+
+ACTION = _load(REPO / "action.yml")
+ACTION_SCRIPT = REPO / "scripts" / "action.sh"
+
+
+def test_the_action_has_the_inputs_and_runs_its_script_only():
+    assert ACTION["runs"]["using"] == "composite"
+    assert {"candidate", "production", "corpus", "params", "limit", "python-version"} <= set(
+        ACTION["inputs"]
+    )
+    for step in ACTION["runs"]["steps"]:
+        if "uses" in step:
+            assert PINNED.match(step["uses"]), step["uses"]
+        if "run" in step:  # values through env only; the steps are the script's subcommands
+            assert "${{" not in step["run"], step["name"]
+            assert step["run"].startswith('bash "$HSS_ACTION_PATH/scripts/action.sh" '), step
+            assert step["env"]["HSS_ACTION_PATH"] == "${{ github.action_path }}"
+    cache = next(
+        s for s in ACTION["runs"]["steps"] if s.get("uses", "").startswith("actions/cache")
+    )
+    assert cache["with"]["key"] == "${{ steps.key.outputs.key }}"
+
+
+def test_actionlint_checks_the_action_through_a_workflow_that_uses_it(tmp_path: Path):
+    """actionlint reads action.yml when a workflow uses ./: an unknown input is an error."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=30)
+    shutil.copy(REPO / "action.yml", tmp_path / "action.yml")
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    text = (WORKFLOWS / "gate.yml").read_text(encoding="utf-8")
+    bad = tmp_path / ".github" / "workflows" / "gate.yml"
+    bad.write_text(text.replace("          k: ${{ inputs.k }}", "          kk: ${{ inputs.k }}"))
+    result = _lint([bad], cwd=tmp_path)
+    assert result.returncode == 1 and 'input "kk" is not defined' in result.stdout
 
 
 def test_monitor_triggers_and_issue_job(workflows):
@@ -298,32 +341,88 @@ exit "$STUB_CODE"
 """
 
 
+class ActionRunner:
+    """Runs a subcommand of scripts/action.sh as the action's step does, with stub executables
+    in the environment it made (HSS_VENV) and in a scratch work tree."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.output = cwd / "github_output"
+        self.summary = cwd / "step_summary"
+        self.venv = cwd / "venv"
+        _stub(self.venv / "bin" / "hss", HSS_STUB)
+
+    def __call__(self, command: str, **env: str) -> subprocess.CompletedProcess:
+        self.output.unlink(missing_ok=True)
+        full = {k: v for k, v in os.environ.items() if not k.startswith(("HSS_", "GITHUB_"))}
+        full.update(
+            GITHUB_OUTPUT=str(self.output),
+            GITHUB_STEP_SUMMARY=str(self.summary),
+            HSS_VENV=str(self.venv),
+            HSS_ACTION_PATH=str(REPO),
+            XDG_CACHE_HOME=str(self.cwd / "xdg"),
+            **env,
+        )
+        return subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(ACTION_SCRIPT), command],
+            cwd=self.cwd,
+            env=full,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        return _outputs(self.output)
+
+    @property
+    def args(self) -> list[str]:
+        return (self.cwd / "hss_args").read_text().split("\n")[:-1]
+
+
 @pytest.fixture
-def gate(workflows, tmp_path: Path) -> Runner:
-    _stub(tmp_path / ".venv" / "bin" / "python", f'exec "{sys.executable}" "$@"\n')
-    _stub(tmp_path / ".venv" / "bin" / "hss", HSS_STUB)
-    (tmp_path / "models").mkdir()
-    shutil.copy(REPO / "models" / "candidate.yaml", tmp_path / "models" / "candidate.yaml")
-    return Runner(workflows["gate.yml"], "gate", tmp_path)
+def gate(tmp_path: Path) -> ActionRunner:
+    return ActionRunner(tmp_path)
 
 
-def test_candidate_from_the_pull_request_file(gate: Runner):
-    result = gate("Resolve the candidate", EVENT_NAME="pull_request")
+def test_candidate_from_the_pull_request_file(gate: ActionRunner):
+    env = dict(INPUT_CANDIDATE_CONFIG="models/candidate.yaml", STUB_CODE="0", STUB_FILE="x")
+    result = gate("run", **env)
     assert result.returncode == 0, result.stderr
-    expected = yaml.safe_load((REPO / "models" / "candidate.yaml").read_text())["uri"]
-    assert gate.outputs == {
-        "uri": expected,
-        "config": "models/candidate.yaml",
-        "limit": "",
-        "k": "",
-    }
+    assert gate.args == [
+        "gate",
+        "--out",
+        "outputs/gate",
+        "--junit",
+        "outputs/gate/junit.xml",
+        "--candidate-config",
+        "models/candidate.yaml",
+    ]
 
 
-def test_candidate_from_dispatch_inputs(gate: Runner):
-    env = dict(EVENT_NAME="workflow_dispatch", INPUT_CANDIDATE="hf:org/model-1.5b")
-    result = gate("Resolve the candidate", **env, INPUT_LIMIT="5", INPUT_K="2")
+def test_the_inputs_reach_hss_gate(gate: ActionRunner):
+    env = dict(INPUT_CANDIDATE="hf:org/model-1.5b", INPUT_LIMIT="5", INPUT_K="2", STUB_CODE="0")
+    env |= dict(INPUT_PRODUCTION="extractive:lead-3", INPUT_CORPUS="docs", INPUT_PARAMS="p.yaml")
+    result = gate("run", **env, INPUT_OUT="out", STUB_FILE="decision.md")
     assert result.returncode == 0, result.stderr
-    assert gate.outputs == {"uri": "hf:org/model-1.5b", "config": "", "limit": "5", "k": "2"}
+    assert gate.args == [
+        "gate",
+        "--out",
+        "out",
+        "--junit",
+        "out/junit.xml",
+        "--candidate=hf:org/model-1.5b",
+        "--production=extractive:lead-3",
+        "--corpus=docs",
+        "--params",
+        "p.yaml",
+        "--limit",
+        "5",
+        "-k",
+        "2",
+    ]
+    assert gate.outputs == {"exit_code": "0", "decision": "promote"}
 
 
 @pytest.mark.parametrize(
@@ -338,66 +437,68 @@ def test_candidate_from_dispatch_inputs(gate: Runner):
         ("gguf:x", "0", ""),
     ],
 )
-def test_bad_dispatch_inputs_are_rejected(gate: Runner, candidate: str, limit: str, k: str):
-    env = dict(EVENT_NAME="workflow_dispatch", INPUT_CANDIDATE=candidate)
-    result = gate("Resolve the candidate", **env, INPUT_LIMIT=limit, INPUT_K=k)
-    assert result.returncode != 0
-    assert gate.outputs == {}
-
-
-def test_candidate_file_without_uri_is_rejected(gate: Runner):
-    (gate.cwd / "models" / "candidate.yaml").write_text("model: gguf:x\n")
-    result = gate("Resolve the candidate", EVENT_NAME="pull_request")
-    assert result.returncode != 0 and "uri" in result.stderr
-    assert gate.outputs == {}
+def test_bad_inputs_are_rejected(gate: ActionRunner, candidate: str, limit: str, k: str):
+    env = dict(INPUT_CANDIDATE=candidate, INPUT_LIMIT=limit, INPUT_K=k, STUB_CODE="0")
+    result = gate("run", **env)
+    assert result.returncode == 0  # recorded as "could not decide"; the verdict step fails
+    assert gate.outputs == {"exit_code": "2"}
+    assert not (gate.cwd / "hss_args").exists()
 
 
 @pytest.mark.parametrize("code", [0, 1, 2])
-def test_gate_step_records_the_exit_code_without_failing(gate: Runner, code: int):
-    env = dict(CANDIDATE="gguf:smollm2", LIMIT="3", K="", STUB_CODE=str(code))
-    result = gate("Run the promotion gate", **env, STUB_FILE="decision.md")
+def test_gate_step_records_the_exit_code_without_failing(gate: ActionRunner, code: int):
+    env = dict(INPUT_CANDIDATE="gguf:smollm2", INPUT_LIMIT="3", STUB_CODE=str(code))
+    result = gate("run", **env, STUB_FILE="decision.md")
     assert result.returncode == 0, result.stderr
-    assert gate.outputs == {"exit_code": str(code)}
-    args = (gate.cwd / "hss_args").read_text().split("\n")[:-1]
-    assert args == [
+    decision = {0: "promote", 1: "block", 2: "error"}[code]
+    assert gate.outputs == {"exit_code": str(code), "decision": decision}
+    assert gate.args == [
         "gate",
-        "--candidate=gguf:smollm2",
         "--out",
         "outputs/gate",
         "--junit",
         "outputs/gate/junit.xml",
+        "--candidate=gguf:smollm2",
         "--limit",
         "3",
     ]
     assert gate.summary.read_text() == f"# report {code}\n"
 
 
+def test_no_decision_is_said_in_the_summary(gate: ActionRunner):
+    result = gate("run", INPUT_CANDIDATE="gguf:x", STUB_CODE="2", STUB_FILE="other.md")
+    assert result.returncode == 0
+    assert "no decision" in gate.summary.read_text()
+
+
 @pytest.mark.parametrize("code,expected", [("0", 0), ("1", 1), ("2", 2), ("", 2), ("137", 2)])
-def test_gate_verdict_step(gate: Runner, code: str, expected: int):
-    assert gate("Fail unless the gate promotes", CODE=code).returncode == expected
+def test_gate_verdict_step(gate: ActionRunner, code: str, expected: int):
+    assert gate("verdict", GATE_EXIT=code).returncode == expected
+
+
+def test_the_models_cache_key_is_the_model_locks_hash(gate: ActionRunner):
+    assert gate("key").returncode == 0
+    key, models = gate.outputs["key"], gate.outputs["models-dir"]
+    assert re.fullmatch(r"hss-gate-models-\w+-[0-9a-f]{16}", key)
+    assert models == str(gate.cwd / "xdg" / "hss-gate" / "models")
+    assert gate("key").returncode == 0 and gate.outputs["key"] == key  # stable
 
 
 @pytest.mark.parametrize(
-    "remote,pull_code,has_baseline,expected,pulled",
-    [
-        ("", 0, True, 0, False),
-        ("team\ts3://bucket/hss", 0, True, 0, True),
-        ("team\ts3://bucket/hss", 1, True, 0, True),
-        ("", 0, False, 1, False),
-    ],
+    "remote,pull_code,pulled",
+    [("", 0, False), ("team\ts3://bucket/hss", 0, True), ("team\ts3://bucket/hss", 1, True)],
 )
-def test_baseline_restore_is_tolerant(gate, remote, pull_code, has_baseline, expected, pulled):
+def test_baseline_restore_is_tolerant(gate: ActionRunner, remote, pull_code, pulled):
     _stub(
-        gate.cwd / ".venv" / "bin" / "dvc",
+        gate.venv / "bin" / "dvc",
         f'if [ "$1" = remote ]; then printf "{remote}"; exit 0; fi\n'
         f"touch dvc_pulled; exit {pull_code}\n",
     )
-    if has_baseline:
-        (gate.cwd / "data" / "baseline").mkdir(parents=True)
-        (gate.cwd / "data" / "baseline" / "normalization.json").write_text("{}")
-    result = gate("Restore the baselines")
-    assert result.returncode == expected, result.stdout + result.stderr
+    (gate.cwd / ".dvc").mkdir()
+    result = gate("run", INPUT_CANDIDATE="gguf:x", STUB_CODE="0", STUB_FILE="decision.md")
+    assert result.returncode == 0, result.stdout + result.stderr
     assert (gate.cwd / "dvc_pulled").exists() is pulled
+    assert gate.outputs["exit_code"] == "0"
     assert "s3://" not in result.stdout + result.stderr
 
 
@@ -462,11 +563,11 @@ def test_monitor_verdict_step(monitor: Runner, code: str, expected: int):
         ("hss-gate-override", "no reason given", None),
     ],
 )
-def test_an_override_needs_the_label_and_a_written_reason(gate: Runner, labels, body, override):
-    env = dict(CANDIDATE="gguf:x", LIMIT="", K="", STUB_CODE="0", LABELS=labels, PR_BODY=body)
-    result = gate("Run the promotion gate", **env, SENDER="alice")
+def test_an_override_needs_the_label_and_a_written_reason(gate, labels, body, override):
+    env = dict(INPUT_CANDIDATE="gguf:x", STUB_CODE="0", LABELS=labels, PR_BODY=body)
+    result = gate("run", **env, SENDER="alice")
     assert result.returncode == 0, result.stderr
-    args = (gate.cwd / "hss_args").read_text().split("\n")[:-1]
+    args = gate.args
     if override is None:
         assert "--override-by" not in args
     else:

@@ -218,3 +218,24 @@ def test_the_cli_exits_2_with_one_line(tmp_path):
         app, ["init", str(tmp_path / "ok"), "--production", "extractive:lead-3"]
     )
     assert result.exit_code == 0 and "wrote params.yaml" in result.output
+
+
+def test_the_generated_workflow_passes_actionlint_against_the_action(tmp_path):
+    """actionlint on the written workflow, with its `uses:` pointed at this repository's
+    action.yml (a remote action is not read), so that every input it passes is checked too."""
+    import shutil
+    import subprocess
+
+    from tests.unit.test_github_workflows import REPO, _lint
+
+    _run(_request(tmp_path))
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=30)
+    shutil.copy(REPO / "action.yml", tmp_path / "action.yml")
+    workflow = tmp_path / WORKFLOW
+    result = _lint([workflow], cwd=tmp_path)
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+    text = workflow.read_text().replace("uses: hss-gate/hss-gate@v9.8.7", "uses: ./")
+    assert "uses: ./" in text
+    workflow.write_text(text)
+    result = _lint([workflow], cwd=tmp_path)
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
