@@ -676,7 +676,13 @@ def _check_keys(path: Path, data: dict[str, Any]) -> None:
         if section in TOP_LEVEL_KEYS:
             continue  # values, not sections: schema_version is checked by check_schema
         if section not in sections:
-            raise InputError(f"{path}: unknown section '{section}' (known: {', '.join(sections)})")
+            known = ", ".join(name for name in sections if name not in TOP_LEVEL_KEYS)
+            hint = (
+                ""
+                if is_project(data)
+                else "; another tool's file? give hss-gate its own: --params FILE"
+            )
+            raise InputError(f"{path}: unknown section '{section}' (known: {known}){hint}")
         if not isinstance(values, dict):
             raise InputError(f"{path}: section '{section}' must be a mapping of settings")
         model = sections[section].annotation
