@@ -108,7 +108,12 @@ def _settings(
     The input paths `inputs` (default: settings.PACKAGED_INPUTS) the working folder lacks are
     read from the packaged data; a command that writes one of them leaves it out."""
     from hss_gate.packaged import packaged_root
-    from hss_gate.settings import PACKAGED_INPUTS, load_settings, use_packaged_inputs
+    from hss_gate.settings import (
+        PACKAGED_INPUTS,
+        load_settings,
+        use_packaged_inputs,
+        version_mismatch,
+    )
 
     if params != DEFAULT_PARAMS and not params.is_file():  # a typo must not mean the defaults
         raise InputError(f"--params {params}: no such file")
@@ -119,6 +124,9 @@ def _settings(
         defaults=None if root is None else root / "params.yaml",
         **{key: v for key, v in more.items() if v is not None},
     )
+    mismatch = version_mismatch(settings, __version__)
+    if mismatch:
+        _wide(f"warning: {mismatch}")
     replaced = use_packaged_inputs(settings, root, PACKAGED_INPUTS if inputs is None else inputs)
     if replaced:
         _wide(f"not in this folder, read from the installed package: {', '.join(replaced)}")

@@ -787,6 +787,17 @@ def load_settings(
         raise InputError(f"{path}: invalid setting '{where}': {why}") from exc
 
 
+def version_mismatch(settings: HssSettings, installed: str) -> str | None:
+    """A project's baseline built with another hss-gate than the installed one: what to do."""
+    pinned = settings.hss_gate_version
+    if pinned is None or pinned == installed:
+        return None
+    return (
+        f"params: hss_gate_version {pinned}, installed {installed}: set it to {installed} and "
+        f"rebuild the baseline (dvc repro), or install hss-gate {pinned}"
+    )
+
+
 def use_packaged_inputs(
     settings: HssSettings,
     root: Path | None,

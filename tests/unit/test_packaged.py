@@ -189,3 +189,16 @@ def test_schema_version_older_newer_and_malformed(tmp_path, monkeypatch):
     params.write_text("schema_version: one\n")
     with pytest.raises(InputError, match="whole number"):
         load_settings(params)
+
+
+def test_a_baseline_of_another_version_is_named(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("schema_version: 1\nhss_gate_version: 0.0.9\n")
+    got = load_settings(params)
+    assert settings.version_mismatch(got, "0.0.9") is None
+    note = settings.version_mismatch(got, "0.1.0")
+    assert note == (
+        "params: hss_gate_version 0.0.9, installed 0.1.0: set it to 0.1.0 and rebuild the "
+        "baseline (dvc repro), or install hss-gate 0.0.9"
+    )
+    assert settings.version_mismatch(load_settings(tmp_path / "none.yaml"), "0.1.0") is None
