@@ -4,6 +4,7 @@ side-by-side table in docs/FACTUALITY.md.
     PYTHONPATH=. .venv/bin/python scripts/entail_dev.py score --checker entail
     PYTHONPATH=. .venv/bin/python scripts/entail_dev.py score --checker invented-sbert
     PYTHONPATH=. .venv/bin/python scripts/entail_dev.py score --checker sbert
+    PYTHONPATH=. .venv/bin/python scripts/entail_dev.py claims   # LLM restatements of FRANK
     PYTHONPATH=. .venv/bin/python scripts/entail_dev.py table
 
 `score` scores, with one checker, the four labelled development sets (cased and lower-cased),
@@ -61,6 +62,21 @@ def llm_pairs(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+def llm_passage_pairs(path: Path) -> list[dict]:
+    """LLM restatements of FRANK passages (written as `hss checker claims` writes the training
+    claims, scripts/entail_dev.py claims) against their corruptions: the abstractive check of the
+    training recipe on held-out documents."""
+    from hss_gate.consistency import entailment_data as ed
+
+    if not path.is_file():
+        return []
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return [
+        {"id": f"llmp{i}", "document": p.premise, "summary": p.hypothesis, "label": p.label}
+        for i, p in enumerate(ed.llm_pairs(rows, seed=101))
+    ]
+
+
 def production_pairs() -> list[dict]:
     corpus = {}
     for line in (REPO / "data" / "reference" / "corpus.jsonl").read_text().splitlines():
@@ -95,8 +111,28 @@ def groups(args) -> dict[str, list[dict]]:
     out["synthetic frank"] = synthetic_pairs()
     for path in sorted(Path(args.cache).glob("llm_claims_*.jsonl")):
         out[f"llm {path.stem.removeprefix('llm_claims_')}"] = llm_pairs(path)
+    out["llm passages frank"] = llm_passage_pairs(Path(args.cache) / "llm_passages_frank.jsonl")
     out["production reference"] = production_pairs()
     return out
+
+
+def cmd_claims(args) -> int:
+    """LLM restatements of passages of FRANK's articles (held out of the checker's training)."""
+    from hss_gate.settings import CheckerDocuments, load_settings
+    from hss_gate.workflows.checker import write_llm_claims
+
+    settings = load_settings(REPO / "params.yaml")
+    settings.checker.documents = [
+        CheckerDocuments(
+            path=str(DATA / "frank_cnndm" / "documents.jsonl"),
+            per_document=1,
+            llm_per_document=args.per_document,
+        )
+    ]
+    settings.checker.seed = 101
+    settings.checker.llm_claims = str(Path(args.cache) / "llm_passages_frank.jsonl")
+    write_llm_claims(settings)
+    return 0
 
 
 def build(checker_name: str):
@@ -173,7 +209,9 @@ def _aggregate(value, how: str) -> float:
 
 
 def load_scores(args, checker: str) -> tuple[str, dict] | None:
-    path = Path(args.cache) / f"scores_{checker}.jsonl"
+    """Cached scores of a checker; "entail-v1" reads entail's scores under the fingerprint kept
+    in fingerprint_entail-v1.txt (an earlier adapter, compared side by side)."""
+    path = Path(args.cache) / f"scores_{checker.split('-v')[0]}.jsonl"
     if not path.is_file() or not (Path(args.cache) / f"fingerprint_{checker}.txt").is_file():
         return None
     fingerprint = (Path(args.cache) / f"fingerprint_{checker}.txt").read_text().strip()
@@ -188,8 +226,9 @@ def cmd_table(args) -> int:
     data = groups(args)
     rows = []
     columns = [n for n in data if n != "production reference"]
-    variants = [("entail", "mean"), ("entail", "min"), ("invented-sbert", ""), ("sbert", "")]
-    thresholds = {"entail": args.entail_threshold, "invented-sbert": 0.5648, "sbert": 0.818}
+    variants = [("entail", "mean"), ("entail", "min"), ("entail-v1", "mean"), ("entail-v1", "min")]
+    variants += [("invented-sbert", ""), ("sbert", "")]
+    thresholds = {"invented-sbert": 0.5648, "sbert": 0.818}
     for checker, how in variants:
         loaded = load_scores(args, checker)
         if loaded is None:
@@ -210,7 +249,7 @@ def cmd_table(args) -> int:
         values = [seen.get(_key(fingerprint, p["document"], p["summary"])) for p in prod]
         flagged = "-"
         if all(v is not None for v in values):
-            flagged = f"{np.mean([_aggregate(v, how) < thresholds[checker] for v in values]):.0%}"
+            flagged = f"{np.mean([_aggregate(v, how) < thresholds.get(checker, args.entail_threshold) for v in values]):.0%}"
         worst = f"{min(dev):.3f}" if len(dev) == 2 * len(SETS) else "-"
         mean = f"{np.mean(dev):.3f}" if len(dev) == 2 * len(SETS) else "-"
         rows.append([f"{checker} {how}".strip(), *cells, worst, mean, flagged])
@@ -260,6 +299,8 @@ def main() -> int:
     s.add_argument("--checker", required=True, choices=("entail", "invented-sbert", "sbert"))
     s.add_argument("--groups", default="", help="comma-separated name prefixes (default: all)")
     s.add_argument("--threads", type=int, default=2)
+    c = sub.add_parser("claims", help=cmd_claims.__doc__)
+    c.add_argument("--per-document", type=int, default=1)
     t = sub.add_parser("table")
     t.add_argument("--entail-threshold", type=float, default=0.5)
     y = sub.add_parser("systems")
@@ -268,7 +309,12 @@ def main() -> int:
     y.add_argument("--threshold", type=float, default=0.5)
     y.add_argument("--margin", type=float, default=0.07)
     args = parser.parse_args()
-    commands = {"score": cmd_score, "table": cmd_table, "systems": cmd_systems}
+    commands = {
+        "score": cmd_score,
+        "claims": cmd_claims,
+        "table": cmd_table,
+        "systems": cmd_systems,
+    }
     return commands[args.cmd](args)
 
 
