@@ -176,7 +176,7 @@ class ConsistencySettings(BaseModel):
     """The factual-consistency checker (`hss factuality`; docs/FACTUALITY.md)."""
 
     model: Literal["sbert", "factcc", "invented", "invented-sbert", "entail"] = Field(
-        "invented-sbert", description="the checker decisions use (docs/FACTUALITY.md)"
+        "entail", description="the checker decisions use (docs/FACTUALITY.md)"
     )
     weights_dir: str = Field(
         ".hss/factcc", description="trained checker weights (kept out of git; dvc stage factcc)"
@@ -293,18 +293,18 @@ class GateSettings(BaseModel):
     )
     attribution: GateAttributionSettings = Field(default_factory=GateAttributionSettings)
     consistency_margin: float = Field(
-        0.07,
+        0.05,
         ge=0.0,
         le=1.0,
         description="block when mean consistency falls significantly by more (in the units of "
-        "consistency.model: invented-sbert 0.07, sbert 0.03)",
+        "consistency.model: entail 0.05, invented-sbert 0.07, sbert 0.03)",
     )
     max_low_consistency_share: float = Field(
-        0.66,
+        0.18,
         ge=0.0,
         le=1.0,
         description="max share of summaries the checker finds unsupported (reference corpus: "
-        "production's 0.56 under invented-sbert plus 0.10)",
+        "production's 0.08 under entail plus 0.10; invented-sbert 0.66, sbert 0.50)",
     )
     max_not_summary_share: float = Field(
         0.2, ge=0.0, le=1.0, description="max share of summaries that are not summaries (each flag)"

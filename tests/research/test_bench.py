@@ -205,7 +205,7 @@ def test_checker_stage_is_skipped_without_stored_summaries(tmp_path):
         "summaries": str(tmp_path / "absent.jsonl"),
     }
     got = checker_stage(config)
-    assert got["model"] == "invented-sbert"
+    assert got["model"] == "entail"
     assert "absent.jsonl: no stored production summaries" in got["skipped"]
     assert not (tmp_path / "cache").exists()  # nothing was built or cached
 

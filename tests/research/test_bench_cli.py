@@ -73,8 +73,8 @@ def test_bench_writes_the_ratios_the_issue_names(tmp_path):
     # the checker on the production model's stored base summaries, one per document
     checker = bench["checker"]
     assert checker["pairs"] == 48 and checker["cold_pairs"] == 47
-    assert checker["model"] == "invented-sbert" and checker["fingerprint"].startswith("invented")
-    assert "| checker invented-sbert per (document, summary) pair" in (out / "bench.md").read_text()
+    assert checker["model"] == "entail" and checker["fingerprint"].startswith("entail:")
+    assert "| checker entail per (document, summary) pair" in (out / "bench.md").read_text()
 
 
 def test_checker_stage_times_the_configured_checker_on_stored_summaries(tmp_path, monkeypatch):
@@ -82,8 +82,8 @@ def test_checker_stage_times_the_configured_checker_on_stored_summaries(tmp_path
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = {"params": "params.yaml", "cache": str(tmp_path / "cache"), "documents": 3}
     got = checker_stage(config)
-    assert got["model"] == "invented-sbert" and got["pairs"] == 3 and got["cold_pairs"] == 2
-    assert got["fingerprint"].startswith("invented-v1:") and "sbert" in got["fingerprint"]
+    assert got["model"] == "entail" and got["pairs"] == 3 and got["cold_pairs"] == 2
+    assert got["fingerprint"].startswith("entail:") and ":sbert:" in got["fingerprint"]
     assert got["summaries"].endswith("reference/summaries.jsonl")
     for key in ("load_s", "cold_s_per_pair", "warm_s_per_pair", "amortized_s_per_pair"):
         assert got[key] > 0
