@@ -105,8 +105,10 @@ def _settings(
     **more: Any,
 ):
     """The settings: options > HSS_* > params > the packaged params.yaml (an installed wheel).
-    The input paths `inputs` (default: settings.PACKAGED_INPUTS) the working folder lacks are
-    read from the packaged data; a command that writes one of them leaves it out."""
+    Options that are settings (--corpus: run__corpus) are applied here, so that the packaged
+    baseline is used only with the packaged corpus, however the corpus was chosen. The input
+    paths `inputs` (default: settings.PACKAGED_INPUTS) the working folder lacks are read from
+    the packaged data; a command that writes one of them leaves it out."""
     from hss_gate.packaged import packaged_root
     from hss_gate.settings import (
         PACKAGED_INPUTS,
@@ -160,7 +162,7 @@ def score(
     from hss_gate.runner import LocalRunner
     from hss_gate.workflows.score import run_score
 
-    settings = _settings(params, k, seed, score__normalization=normalization)
+    settings = _settings(params, k, seed, score__normalization=normalization, run__corpus=corpus)
     if strengths is not None:
         settings.perturb.keep_strengths(strengths.split(","))
     with progress_reporter(console) as progress:
@@ -168,7 +170,7 @@ def score(
             settings,
             model,
             runner=LocalRunner(),
-            corpus=corpus,
+            corpus=None,  # in settings.run.corpus (packaged when not here)
             limit=limit,
             out=out,
             write=True,
@@ -204,13 +206,13 @@ def perturb(
     from hss_gate.runner import LocalRunner
     from hss_gate.workflows.perturb import export_perturbations
 
-    settings = _settings(params, k, seed)
+    settings = _settings(params, k, seed, run__corpus=corpus)
     with progress_reporter(console) as progress:
         path, originals, perturbed = export_perturbations(
             settings,
             LocalRunner().toolkit(settings),
             out=out,
-            corpus=corpus,
+            corpus=None,  # in settings.run.corpus
             limit=limit,
             progress=progress,
         )
@@ -244,9 +246,10 @@ def baseline(
 
     if stage not in (*STAGES, STAGE):
         raise InputError(f"--stage: unknown '{stage}'; choose from {', '.join(STAGES)}, {STAGE}")
-    settings = _settings(params, inputs=("run.corpus",))  # it writes the baseline's paths
+    # it writes the baseline's paths; --corpus is a setting, so the packaged-data rule sees it
+    settings = _settings(params, inputs=("run.corpus",), run__corpus=corpus)
     if stage == STAGE:
-        run_attribution_stage(settings, model=model, corpus=corpus, out=out, say=_say)
+        run_attribution_stage(settings, model=model, out=out, say=_say)
         return
     with progress_reporter(console) as progress:
         run_baseline(
@@ -254,7 +257,7 @@ def baseline(
             runner=LocalRunner(),
             stage=stage,
             model=model,
-            corpus=corpus,
+            corpus=None,  # in settings.run.corpus
             out=out,
             progress=progress,
             say=_say,
@@ -318,7 +321,7 @@ def gate(
     request = GateRequest(
         candidate=candidate,
         production=production,
-        corpus=corpus,
+        corpus=None,  # in the settings: run__corpus below
         limit=limit,
         out=out,
         candidate_generate={"prompt": candidate_prompt} if candidate_prompt else {},
@@ -330,7 +333,9 @@ def gate(
     )
     with progress_reporter(console) as progress:
         outcome = run_gate(
-            lambda: _settings(params, k, gate__attribution_documents=attribution),
+            lambda: _settings(
+                params, k, gate__attribution_documents=attribution, run__corpus=corpus
+            ),
             request,
             runner=LocalRunner(),
             progress=progress,

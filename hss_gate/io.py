@@ -94,8 +94,11 @@ def _cell(value: Any) -> Any:
 def write_texts_atomic(files: Mapping[Path, str]) -> None:
     """Several text files (UTF-8), all or none: every one is first written to a temporary file
     beside its target; only when all are written are they renamed into place (a failure before
-    that leaves no target touched and no temporary file behind)."""
+    that leaves no target touched and no temporary file behind). A new file gets the mode an
+    ordinary write would give it (0o666 less the umask), an existing one keeps its mode: the
+    temporary file's private 0o600 would otherwise land in the user's repository."""
     staged: list[tuple[Path, Path]] = []
+    fresh_mode = 0o666 & ~_umask()
     try:
         for path, text in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,12 +110,21 @@ def write_texts_atomic(files: Mapping[Path, str]) -> None:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
+            mode = path.stat().st_mode & 0o7777 if path.exists() else fresh_mode
+            os.chmod(handle.name, mode)
     except BaseException:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
         raise
     for temporary, path in staged:
         os.replace(temporary, path)
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it, then restoring it at once)."""
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 def new_folder_beside(target: str | Path) -> Path:

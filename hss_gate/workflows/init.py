@@ -387,9 +387,10 @@ def run_init(
     if request.corpus is not None:
         corpus = Path(request.corpus)
         where = corpus if corpus.is_absolute() else folder / corpus
-        if not where.exists():
+        if where.exists():
+            check_corpus(where)
+        elif not _is_template(where, folder):  # the template this run writes: ours, it loads
             raise InputError(f"--corpus {request.corpus}: no such file or folder in {folder}")
-        check_corpus(where)
     try:
         check_production(request.production)
     except HssError as exc:
@@ -404,6 +405,13 @@ def run_init(
         (result.created if item.mode == "create" else result.appended).append(item.path)
     write_texts_atomic(writes)
     return result
+
+
+def _is_template(corpus: Path, folder: Path) -> bool:
+    """Is the corpus the template `hss init` writes (its folder or its documents file)? Then it
+    need not exist yet: `hss init --corpus corpus-template` works on the first run."""
+    template = (folder / TEMPLATE_DIR).resolve()
+    return corpus.resolve() in (template, template / "documents.jsonl")
 
 
 def _read(path: Path) -> str | None:

@@ -4,6 +4,7 @@ changes nothing, and that bad input is one line, exit 2, with nothing written.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,29 @@ def test_the_generated_workflow_passes_actionlint_against_the_action(tmp_path):
     workflow.write_text(text)
     result = _lint([workflow], cwd=tmp_path)
     assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("corpus", [TEMPLATE_DIR, f"{TEMPLATE_DIR}/documents.jsonl"])
+def test_the_corpus_template_can_be_the_corpus_on_the_first_run(tmp_path, corpus):
+    """`hss init --corpus corpus-template`: the template does not exist before this run writes
+    it; it is accepted, written, and loads as the corpus the params name."""
+    request = InitRequest(tmp_path, "extractive:lead-3", corpus, "9.8.7")
+    result = _run(request)
+    assert f"{TEMPLATE_DIR}/documents.jsonl" in result.created
+    params = yaml.safe_load((tmp_path / "params.yaml").read_text())
+    assert params["run"]["corpus"] == corpus
+    assert len(load_corpus(tmp_path / corpus)) == 2
+    assert not _run(request).created
+
+
+def test_written_files_get_the_ordinary_mode_and_appended_ones_keep_theirs(tmp_path):
+    """Not the temporary file's private 0o600: the files are committed and read by others."""
+    (tmp_path / ".gitignore").write_text("build/\n")
+    (tmp_path / ".gitignore").chmod(0o640)
+    old = os.umask(0o022)
+    try:
+        _run(_request(tmp_path))
+    finally:
+        os.umask(old)
+    assert (tmp_path / "params.yaml").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / ".gitignore").stat().st_mode & 0o777 == 0o640

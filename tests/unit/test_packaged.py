@@ -202,3 +202,42 @@ def test_a_baseline_of_another_version_is_named(tmp_path):
         "baseline (dvc repro), or install hss-gate 0.0.9"
     )
     assert settings.version_mismatch(load_settings(tmp_path / "none.yaml"), "0.1.0") is None
+
+
+def test_a_corpus_option_is_a_setting_so_the_packaged_baseline_stays_with_its_corpus(
+    tmp_path, monkeypatch
+):
+    """`hss gate --corpus mine.jsonl` outside a project: the packaged corpus is not used, and
+    neither is the packaged baseline (production's run on the packaged corpus); without the
+    option both are."""
+    from typer.testing import CliRunner
+
+    from hss_gate.cli import app
+    from hss_gate.workflows import gate
+
+    _clean_env(monkeypatch, tmp_path)
+    root = tmp_path / "pk"
+    packaged.build(_project(tmp_path / "p"), root)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mine.jsonl").write_text('{"doc_id": "m", "text": "Mine."}\n')
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(packaged, "packaged_root", lambda: root)
+    seen = []
+
+    def run_gate(load, request, **_):
+        seen.append((request.corpus, load()))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(gate, "run_gate", run_gate)
+    runner = CliRunner()
+    runner.invoke(app, ["gate", "--candidate", "extractive:lead-1", "--corpus", "mine.jsonl"])
+    runner.invoke(app, ["gate", "--candidate", "extractive:lead-1"])
+    (_, mine), (_, default) = seen
+    assert [corpus for corpus, _ in seen] == [None, None]  # the settings carry it
+    assert mine.run.corpus == "mine.jsonl"
+    assert mine.run.baseline_dir == "data/baseline"
+    assert mine.score.normalization == "data/baseline/normalization.json"
+    assert default.run.corpus == str(root / "reference")
+    assert default.run.baseline_dir == str(root / "baseline")
+    assert default.score.normalization == str(root / "baseline/normalization.json")
