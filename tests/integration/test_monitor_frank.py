@@ -22,8 +22,9 @@ half-switched (10 bart + 10 s2s): recorded, not asserted (the power at a rise of
 ~0.1). The run after hour 26 is the first whose window is mostly (all) post-switch: it must be
 unhealthy; so must the next.
 
-The checker, tagger, store, windows, test, verdict, CLI and exit codes are all real. One toolkit
-(tests/conftest.py's session `real_toolkit`: SBERT MiniLM + spaCy) serves every run, and the
+The checker (`invented-sbert`, the one the scenario was built for; the default `entail` is not
+run here, see `invented_toolkit`), tagger, store, windows, test, verdict, CLI and exit codes are
+all real. One toolkit (SBERT MiniLM + spaCy, built once for the module) serves every run, and the
 verdict cache is shared by the module, so each (document, summary) pair is checked once.
 """
 
@@ -104,11 +105,24 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path):
     yield from postgres.store_url.__wrapped__()
 
 
+@pytest.fixture(scope="module")
+def invented_toolkit(real_toolkit, real_settings):
+    """The real toolkit with the `invented-sbert` checker. This scenario was built for it (44%
+    of bart's summaries flagged, 91% of s2s's). The default `entail` flags 8% and 26%: at 20
+    samples a window and alpha 0.001 it would need 8 of 20 flagged, so the switch would mostly
+    go unseen (docs/MONITORING.md)."""
+    from hss_gate.toolkit import real_toolkit as build
+
+    consistency = real_settings.consistency.model_copy(update={"model": "invented-sbert"})
+    return build(real_settings.model_copy(update={"consistency": consistency}))
+
+
 @pytest.fixture()
-def hss(tmp_path, monkeypatch, store_url, frank, cache_dir, real_toolkit):
+def hss(tmp_path, monkeypatch, store_url, frank, cache_dir, invented_toolkit):
     """(ingest(hour, rows), monitor() -> (exit code, monitor.json, seconds)) on `store_url`,
     through the command line, with the real toolkit built once."""
     monkeypatch.chdir(REPO)
+    monkeypatch.setenv("HSS_CONSISTENCY__MODEL", "invented-sbert")
     monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(cache_dir))
     # the absolute floor (the production reference corpus) is not what this test is about: a
     # copy without its metrics.json, so its checker is not compared with this one
@@ -118,7 +132,7 @@ def hss(tmp_path, monkeypatch, store_url, frank, cache_dir, real_toolkit):
     monkeypatch.setenv("HSS_MONITOR__REFERENCE", str(floor))
     monkeypatch.setenv("HSS_MONITOR__REFERENCE_WINDOW", str(REFERENCE))
     monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", str(PER_HOUR))
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", lambda settings: real_toolkit)
+    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", lambda settings: invented_toolkit)
     runner, out = CliRunner(), tmp_path / "monitor"
 
     def ingest(first: int, rows: list[dict]) -> None:
@@ -168,7 +182,9 @@ def _flagged(report: dict) -> dict:
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
-def test_hourly_runs_on_frank_traffic_stay_healthy_then_see_the_switch_to_s2s(hss, real_toolkit):
+def test_hourly_runs_on_frank_traffic_stay_healthy_then_see_the_switch_to_s2s(
+    hss, invented_toolkit
+):
     ingest, monitor, url = hss
     stream = _stream()
 
@@ -225,7 +241,7 @@ def test_hourly_runs_on_frank_traffic_stay_healthy_then_see_the_switch_to_s2s(hs
         s: t["p_value"] for s, t in first[3].items()
     }
     # the reference window was scored once, by this checker, and stored
-    assert stored["checker"] == real_toolkit.checker.fingerprint
+    assert stored["checker"] == invented_toolkit.checker.fingerprint
     assert len(stored["sample_ids"]) == REFERENCE
     assert stored["sample_ids"][0].startswith("bart-0000/")
 
