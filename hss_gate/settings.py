@@ -552,8 +552,9 @@ class CheckerSettings(BaseModel):
         description="the local LLM that writes the abstractive claims (hss checker claims)",
     )
     llm_claims: str | None = Field(
-        ".hss/data/llm_claims.jsonl",
-        description="its claims, read by training (null: train without them)",
+        None,
+        description="the claims file training reads (null: train without LLM claims; the stage "
+        "checker-claims writes .hss/data/llm_claims.jsonl)",
     )
     llm_words: int = Field(25, ge=5, description="words asked for per LLM claim")
     rank: int = Field(16, ge=1, description="LoRA rank of the adapters")

