@@ -243,7 +243,7 @@ def test_monitor_refuses_a_reference_scored_by_another_checker(runner, tmp_path,
     assert report["decision"] == "error"
     error = json.dumps(report)
     assert f"{reference}: scored by the checker 'sbert-zs:old:t0.818', this run uses" in error
-    assert "'invented-v1:" in error and "consistency in different units" in error
+    assert "'entail:" in error and "consistency in different units" in error
     assert "Traceback" not in result.output
 
 
