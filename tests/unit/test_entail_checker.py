@@ -174,7 +174,7 @@ def test_settings_carry_the_entail_options_to_load_checker():
         "chunk_words": 60,
         "aggregate": "min",
     }
-    assert ConsistencySettings().model == "invented-sbert"  # the default stays
+    assert ConsistencySettings().model == "entail"  # the default since issue 33
 
 
 def test_verified_adapter_returns_the_digest_of_a_user_file(tmp_path):
