@@ -7,6 +7,7 @@ first that sets a key wins: explicit overrides (CLI options) > HSS_* environment
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -30,6 +31,11 @@ from hss_gate.errors import InputError
 from hss_gate.packaged import packaged_path
 
 STRENGTH_ORDER = ("low", "moderate", "high")
+
+TOKENS_PER_WORD = 1.35
+"""Subword tokens per English word (Qwen2.5's tokenizer on production's summaries: 1.24-1.34)."""
+WORDS_PER_SENTENCE = 20
+"""Words per summary sentence, for the sentence count a length asks for."""
 
 SCHEMA_VERSION = 1
 """The layout of params.yaml this version reads (its top-level key `schema_version`)."""
@@ -101,14 +107,36 @@ class GenerateSettings(BaseModel):
         description="the summary length asked for: the prompt's {summary_words}"
         " and the length checks",
     )
-    max_new_tokens: int = Field(200, ge=8, le=4096)
+    max_new_tokens: int | None = Field(
+        None,
+        ge=8,
+        le=4096,
+        description="most tokens a summary may have; empty = derived from summary_words "
+        "(length_headroom x the words asked for, at TOKENS_PER_WORD)",
+    )
+    length_headroom: float = Field(
+        2.5,
+        ge=1.0,
+        le=10.0,
+        description="the derived token budget allows this many times summary_words",
+    )
+    stop: list[str] = Field(
+        default_factory=lambda: ["\n\n"],
+        max_length=4,
+        description="generation ends at the first of these strings (not part of the summary)",
+    )
+    sentence_limit: bool = Field(
+        True,
+        description="GGUF: the model may write at most summary_sentences sentences of prose "
+        "(a llama.cpp grammar: no lists, no line breaks); other engines stop at `stop`",
+    )
     max_input_words: int = Field(
         1500, ge=50, description="longer documents are truncated (with a warning)"
     )
     system_prompt: str = "You are a helpful assistant that summarizes documents."
     prompt: str = (
-        "Read the article and write a summary of at most {summary_words} words.\n\n"
-        "Article:\n{document}\n\nWrite the summary of at most {summary_words} words now."
+        "Article:\n{document}\n\nSummarize the article above in at most {summary_sentences} "
+        "sentences ({summary_words} words or fewer)."
     )
     n_ctx: int = Field(4096, ge=512)
     threads: int = Field(
@@ -125,15 +153,46 @@ class GenerateSettings(BaseModel):
         "outputs do not depend on it",
     )
     batch_size: int = Field(4, ge=1, le=64, description="hf: batch size")
+    prefix_reuse: bool = Field(
+        False,
+        description="GGUF: reuse the KV cache of the prompt prefix a text shares with the "
+        "previous one (faster; a reused prefix can change greedy ties, so not bit-stable)",
+    )
+    speculative: Literal["off", "ngram"] = Field(
+        "off", description="draft tokens from n-grams of the prompt, verified by the model"
+    )
+    speculative_ngram: int = Field(3, ge=1, le=16, description="ngram: the n-gram looked up")
+    speculative_draft: int = Field(8, ge=1, le=64, description="ngram: most drafted tokens")
+
+    @field_validator("speculative", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: object) -> object:
+        """YAML 1.1 reads an unquoted `off` as false."""
+        return "off" if value is False else value
+
+    @property
+    def summary_sentences(self) -> int:
+        """The sentence count that goes with summary_words (one per 20 words, at least 1):
+        the prompt's {summary_sentences}."""
+        return max(1, round(self.summary_words / WORDS_PER_SENTENCE))
+
+    @property
+    def token_budget(self) -> int:
+        """max_new_tokens, or the budget derived from the length asked for."""
+        if self.max_new_tokens is not None:
+            return self.max_new_tokens
+        return math.ceil(self.summary_words * self.length_headroom * TOKENS_PER_WORD)
 
     @property
     def prompt_template(self) -> str:
         """The prompt with the summary length filled in ({document} left to fill)."""
-        return self.prompt.replace("{summary_words}", str(self.summary_words))
+        return self.prompt.replace("{summary_words}", str(self.summary_words)).replace(
+            "{summary_sentences}", str(self.summary_sentences)
+        )
 
     def user_prompt(self, document: str) -> str:
         """The prompt for one document."""
-        return self.prompt.format(document=document, summary_words=self.summary_words)
+        return self.prompt_template.replace("{document}", document)
 
     timeout_s: float = Field(120.0, gt=0, description="openai: per-request timeout")
     retries: int = Field(3, ge=0, le=10, description="openai: retries on transport errors")

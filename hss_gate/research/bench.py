@@ -67,6 +67,10 @@ class BenchPlan:
     sentence_shap_self_documents: int = 10
     sentence_shap_max_sentences: int = 0
     sentence_shap_methods: list[str] = field(default_factory=lambda: ["permutation", "kernel"])
+    # llama.cpp's prefill/decode split, plain / prefix reuse / ngram speculation, per GGUF
+    # model, on the first N documents' texts (hss_gate.research.generation_bench; [] = none)
+    generation_models: list[str] = field(default_factory=list)
+    generation_documents: int = 3
 
 
 QUICK = BenchPlan(
@@ -83,14 +87,18 @@ QUICK = BenchPlan(
     sentence_shap_methods=["permutation"],
 )
 QWEN_SIZE_CANDIDATE = "docs/evidence/candidate-own-words.yaml"  # Qwen 0.5B, its own prompt
+GGUF_MODELS = ["gguf:qwen2.5-coder-0.5b-instruct", QUICK_MODEL, "gguf:gemma3-270m"]
 FULL = BenchPlan(
     other_models=["gguf:qwen2.5-coder-0.5b-instruct"],
     gate_candidates=[QUICK_MODEL, "gguf:gemma3-270m", QWEN_SIZE_CANDIDATE],
     gate_full=True,
+    generation_models=GGUF_MODELS,
 )
-# The speed targets alone (~65 min on 2 cores): floor_ratio on the whole corpus (cold, warm and
-# the generation floor), the checker's cost, and the Qwen-size candidate's cold gate.
+# The speed targets alone (~75 min on 2 cores): floor_ratio on the whole corpus (cold, warm and
+# the generation floor), the checker's cost, the Qwen-size candidate's cold gate and the
+# generation section (prefill/decode, prefix reuse, speculation, identical summaries).
 TARGETS = BenchPlan(
+    generation_models=GGUF_MODELS,
     sample=0,
     shap_documents=0,
     dask=False,
@@ -602,7 +610,14 @@ STAGES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "shap": shap_stage,
     "sentence_shap": sentence_shap_stage,
     "checker": checker_stage,
+    "generation": lambda config: generation_stage(config),
 }
+
+
+def generation_stage(config: dict[str, Any]) -> dict[str, Any]:
+    from hss_gate.research.generation_bench import generation_stage as stage
+
+    return stage(config)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -20,6 +20,8 @@ from hss_gate.research.bench import (
     run_timed,
     write_subset,
 )
+from hss_gate.research.generation_bench import markdown as generation_markdown
+from hss_gate.research.generation_bench import production_lengths
 
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -196,6 +198,16 @@ def run_bench(
     )
     if checker is not None and "skipped" in checker.result:
         say(f"checker: {checker.result['skipped']}: not measured")
+    generation = (
+        run.stage(
+            "generation",
+            "generation",
+            {"models": plan.generation_models, "documents": plan.generation_documents},
+            {},
+        )
+        if plan.generation_models
+        else None
+    )
     gates: dict[str, dict[str, Any]] = {}
     for i, candidate in enumerate(plan.gate_candidates):
         for full in (False, True) if plan.gate_full else (False,):
@@ -250,6 +262,10 @@ def run_bench(
         "gate_cold": gates,
         "quickstart_s": None if quickstart is None else quickstart.seconds,
         "checker": checker.result if checker else skipped,
+        "generation": generation.result if generation else skipped,
+        "production_lengths": production_lengths(
+            run.settings.run.baseline_dir, run.settings.generate.summary_words
+        ),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(bench, indent=2, default=float) + "\n")
@@ -398,7 +414,7 @@ def write_figures(bench: dict[str, Any], folder: Path) -> None:
 def markdown(bench: dict[str, Any]) -> str:
     """The ratios against their targets and the absolute times, as Markdown."""
     targets = {
-        "floor_ratio": ("<=", 1.10),
+        "floor_ratio": ("<=", 1.05),
         "speedup_vs_naive": (">=", 4.0),
         "warm_over_cold": ("<=", 0.05),
         "shap_eval_fraction": ("<=", 0.2),
@@ -429,7 +445,7 @@ def markdown(bench: dict[str, Any]) -> str:
             f"| {'yes' if met else 'no'} |"
         )
     for candidate, runs in bench.get("gate_cold", {}).items():
-        target = 600 if "135m" in candidate else 1200
+        target = 600  # a Qwen-0.5B-size candidate within 10 minutes (issue 35)
         for kind, run in runs.items():
             lines.append(
                 f"| cold gate, {candidate}, {kind}: {run['decision']} on "
@@ -440,16 +456,31 @@ def markdown(bench: dict[str, Any]) -> str:
     lines += sentence_shap_lines(bench.get("sentence_shap"))
     lines += checker_lines(bench.get("checker"))
     if bench.get("quickstart_s") is not None:
-        met = bench["quickstart_s"] <= 300
+        met = bench["quickstart_s"] <= 90
         lines.append(
-            f"| make quickstart after setup | {bench['quickstart_s']:.0f} s | <= 300 s "
+            f"| make quickstart after setup | {bench['quickstart_s']:.0f} s | <= 90 s "
             f"| {'yes' if met else 'no'} |"
+        )
+    lengths = bench.get("production_lengths")
+    if lengths:
+        cut = lengths["all"]["cut_mid_sentence_share"]
+        ratio = lengths["all"]["mean_over_asked"]
+        lines.append(
+            f"| production's reference summaries cut mid-sentence | {cut:.3f} | <= 0.1 "
+            f"| {'yes' if cut <= 0.1 else 'no'} |"
+        )
+        lines.append(
+            f"| production's reference summaries: mean words / words asked | {ratio:.2f} "
+            f"| <= 1.5 | {'yes' if ratio <= 1.5 else 'no'} |"
         )
     lines += ["", "| step | seconds | peak MiB |", "|---|---|---|"]
     lines += [
         f"| {name} | {seconds:.1f} | {bench['peak_rss_mb'][name]:.0f} |"
         for name, seconds in bench["steps_s"].items()
     ]
+    generation = bench.get("generation")
+    if generation and "skipped" not in generation:
+        lines += generation_markdown(generation, lengths)
     return "\n".join(lines) + "\n"
 
 

@@ -36,11 +36,38 @@ def each_with_progress(
     return out
 
 
+# A sentence: text without line breaks that ends in . ! or ? (a closing quote or bracket may
+# follow). A stop inside a sentence only sits between two digits ("3.2", "10.30"): anything
+# else glued to a stop ("here.Then", "here.1") would let a model run past the sentences asked.
+SENTENCE_RULE = 's ::= [^.!?\\n ] p* [.!?] ["\')\\]]?\np ::= [^.!?\\n] | [0-9] "." [0-9]'
+
+
+def sentences_grammar(sentences: int) -> str:
+    """A GBNF grammar (llama.cpp) for prose of 1 to `sentences` sentences: the model chooses
+    its words and where to end, but cannot go on past the length asked for."""
+    more = f' (" " s){{0,{sentences - 1}}}' if sentences > 1 else ""
+    return f'root ::= " "? s{more}\n{SENTENCE_RULE}\n'
+
+
+def engine_fields(settings: GenerateSettings) -> dict[str, object]:
+    """The engine settings that can change a greedy summary: the token budget as resolved,
+    the stop strings, the sentence grammar, parallel slots, prefix reuse and speculation (its
+    sizes only when on)."""
+    fields: dict[str, object] = settings.model_dump(
+        include={"max_input_words", "n_ctx", "parallel", "stop", "prefix_reuse", "speculative"}
+    )
+    if settings.sentence_limit:
+        fields["grammar"] = sentences_grammar(settings.summary_sentences)
+    fields["max_new_tokens"] = settings.token_budget
+    if settings.speculative != "off":
+        fields["draft"] = [settings.speculative_ngram, settings.speculative_draft]
+    return fields
+
+
 def generation_key(settings: GenerateSettings) -> str:
     """Digest of the settings that change what a summarizer writes."""
-    fields = settings.model_dump(
-        include={"max_new_tokens", "max_input_words", "system_prompt", "n_ctx", "parallel"}
-    )
+    fields = engine_fields(settings)
+    fields["system_prompt"] = settings.system_prompt
     fields["prompt"] = settings.prompt_template  # as rendered: the same prompt, the same key
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 

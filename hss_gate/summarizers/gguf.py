@@ -16,7 +16,6 @@ import functools
 import hashlib
 import json
 import os
-import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +30,9 @@ from hss_gate.settings import GenerateSettings
 from hss_gate.summarizers.base import (
     chat_messages,
     each_with_progress,
+    engine_fields,
     generation_key,
+    sentences_grammar,
     truncate_words,
 )
 
@@ -51,7 +52,7 @@ def completion_prompt(text: str, settings: GenerateSettings) -> str:
 
 def completion_key(settings: GenerateSettings) -> str:
     """Digest of what changes a completion-style summary (the chat prompts do not)."""
-    fields = settings.model_dump(include={"max_new_tokens", "max_input_words", "n_ctx", "parallel"})
+    fields = engine_fields(settings)
     fields["template"] = COMPLETION_PROMPT
     fields["stop"] = list(COMPLETION_STOP)
     fields["resumes"] = COMPLETION_RESUMES
@@ -121,8 +122,12 @@ def resolve_gguf_model(name_or_path: str, models_dir: str) -> tuple[Path, str, P
     return weight, digest, model.prompt_style
 
 
-def start_server(path: str | Path, threads: int, parallel: int, n_ctx: int) -> Any:
-    """An in-process llama.cpp server (xllamacpp) with `parallel` slots of `n_ctx` tokens."""
+def start_server(
+    path: str | Path, threads: int, parallel: int, n_ctx: int, draft: tuple[int, int] | None = None
+) -> Any:
+    """An in-process llama.cpp server (xllamacpp) with `parallel` slots of `n_ctx` tokens;
+    `draft` (n-gram size, most drafted tokens) turns on llama.cpp's ngram-simple speculation
+    (`--spec-type ngram-simple --spec-ngram-size-n N --spec-ngram-size-m M`)."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -133,24 +138,43 @@ def start_server(path: str | Path, threads: int, parallel: int, n_ctx: int) -> A
     params.cpuparams_batch.n_threads = threads
     params.warmup = False
     params.verbosity = -1
+    if draft is not None:
+        params.speculative.types = [
+            xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE
+        ]
+        params.speculative.ngram_simple.size_n, params.speculative.ngram_simple.size_m = draft
     try:
         return xllamacpp.Server(params)
     except Exception as exc:
         raise ModelError(f"{path}: llama.cpp could not load the model ({exc})") from exc
 
 
-def greedy_request(max_tokens: int, **fields: Any) -> dict[str, Any]:
-    """The llama.cpp request of every summary: greedy, seeded, no prompt cache."""
+def speculative_draft(settings: GenerateSettings) -> tuple[int, int] | None:
+    """The (n-gram, draft) sizes of `generate.speculative`, None when it is off."""
+    if settings.speculative == "off":
+        return None
+    return settings.speculative_ngram, settings.speculative_draft
+
+
+def greedy_request(max_tokens: int, cache_prompt: bool = False, **fields: Any) -> dict[str, Any]:
+    """The llama.cpp request of every summary: greedy, seeded; the prompt cache only when
+    asked (a reused KV prefix is computed in other batch shapes, which can change greedy
+    ties: measured in BENCHMARKS.md, "Prefix reuse")."""
     return {
         "max_tokens": max_tokens,
         "temperature": 0.0,
         "top_k": 1,
         "seed": 0,
-        # a reused KV prefix changes the floating point and so greedy ties: keep runs
-        # independent of what was generated before
-        "cache_prompt": False,
+        "cache_prompt": cache_prompt,
         **fields,
     }
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """Length of the common prefix of two strings, in characters."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
 
 
 def prompt_fields(text: str, settings: GenerateSettings, style: str) -> dict[str, Any]:
@@ -170,7 +194,7 @@ def first_choice(server: Any, request: dict[str, Any]) -> dict[str, Any]:
         response = server.handle_chat_completions(request)
     if not isinstance(response, dict) or "choices" not in response:
         raise ModelError(f"llama.cpp returned an error: {str(response)[:200]}")
-    return response["choices"][0]
+    return response["choices"][0] | {"timings": response.get("timings") or {}}
 
 
 class GgufSummarizer:
@@ -191,13 +215,21 @@ class GgufSummarizer:
         self.local_threads = self.threads * self.workers  # cores busy while it generates
         # the thread count changes llama.cpp's reductions, hence greedy outputs: part of the key
         self.fingerprint = gguf_fingerprint(digest, self.threads, settings, self.prompt_style)
+        self.timings: list[dict[str, Any]] = []  # llama.cpp's timings of each request
         self._server: Any = None
-        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._idle: list[tuple[Any, str]] = []  # idle copies and the text each saw last
+        self._pool = threading.Lock()
         self._pooled = False  # the first copy is in _idle
         self._loading = threading.Lock()
 
     def _start(self) -> Any:
-        return start_server(self.path, self.threads, self.settings.parallel, self.settings.n_ctx)
+        return start_server(
+            self.path,
+            self.threads,
+            self.settings.parallel,
+            self.settings.n_ctx,
+            speculative_draft(self.settings),
+        )
 
     def _load(self) -> Any:
         """The first copy of the model (shared with the likelihood scorer)."""
@@ -205,36 +237,51 @@ class GgufSummarizer:
             if self._server is None:
                 self._server = self._start()
             if not self._pooled:
-                self._idle.put(self._server)
+                with self._pool:
+                    self._idle.append((self._server, ""))
                 self._pooled = True
         return self._server
 
     @contextmanager
-    def _copy(self) -> Iterator[Any]:
-        """An idle copy of the model for one request; a new one when all are busy (callers
-        run at most `workers` requests at once). Parallel slots share the one copy."""
+    def _copy(self, text: str) -> Iterator[Any]:
+        """An idle copy of the model for one request about `text`: the one whose last text
+        shares the longest prefix with it (its KV cache holds that prefix); a new copy when
+        all are busy (callers run at most `workers` requests at once). Parallel slots share
+        the one copy."""
         if self.settings.parallel > 1:
             yield self._load()
             return
         self._load()
-        try:
-            server = self._idle.get_nowait()
-        except queue.Empty:
+        with self._pool:
+            if self._idle:
+                best = max(self._idle, key=lambda idle: shared_prefix(idle[1], text))
+                self._idle.remove(best)
+                server = best[0]
+            else:
+                server = None
+        if server is None:
             server = self._start()
         try:
             yield server
         finally:
-            self._idle.put(server)
+            with self._pool:
+                self._idle.append((server, text))
 
-    def _request(self, **fields: Any) -> dict[str, Any]:
-        request = greedy_request(self.settings.max_new_tokens, **fields)
-        with self._copy() as server:
-            return first_choice(server, request)
+    def _request(self, text: str, **fields: Any) -> dict[str, Any]:
+        if self.settings.sentence_limit:
+            fields["grammar"] = sentences_grammar(self.settings.summary_sentences)
+        request = greedy_request(
+            self.settings.token_budget, cache_prompt=self.settings.prefix_reuse, **fields
+        )
+        with self._copy(text) as server:
+            choice = first_choice(server, request)
+        self.timings.append(choice["timings"])
+        return choice
 
     def _complete(self, text: str) -> str:
         prompt = completion_prompt(text, self.settings)
         for _ in range(1 + COMPLETION_RESUMES):
-            choice = self._request(prompt=prompt, stop=list(COMPLETION_STOP))
+            choice = self._request(text, prompt=prompt, stop=list(COMPLETION_STOP))
             out = choice.get("text") or ""
             if out.strip() or choice.get("finish_reason") != "stop":
                 return out.strip()
@@ -245,7 +292,10 @@ class GgufSummarizer:
     def _one(self, text: str) -> str:
         if self.prompt_style == "completion":
             return self._complete(text)
-        choice = self._request(**prompt_fields(text, self.settings, self.prompt_style))
+        fields = prompt_fields(text, self.settings, self.prompt_style)
+        if self.settings.stop:
+            fields["stop"] = list(self.settings.stop)
+        choice = self._request(text, **fields)
         return (choice["message"].get("content") or "").strip()
 
     def summarize_one(self, text: str) -> str:

@@ -36,6 +36,23 @@ def _weights_digest(source: str) -> str:
     return source  # a hub id: the revision is pinned by the hub cache
 
 
+class StopAtText:
+    """A transformers stopping criterion: a sequence is done once its new text holds a stop
+    string (transformers' own StopStringCriteria needs a byte-level or sentencepiece vocabulary)."""
+
+    def __init__(self, tokenizer: Any, stops: Sequence[str], start: int) -> None:
+        self.tokenizer = tokenizer
+        self.stops = list(stops)
+        self.start = start
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        texts = self.tokenizer.batch_decode(input_ids[:, self.start :], skip_special_tokens=True)
+        done = [any(stop in text for stop in self.stops) for text in texts]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
 class HfSummarizer:
     """Greedy summaries from a transformers model, batched."""
 
@@ -107,12 +124,12 @@ class HfSummarizer:
         limit = min(self.settings.n_ctx, model_max)
         if self.is_seq2seq:
             return limit
-        if self.settings.max_new_tokens >= limit:
+        if self.settings.token_budget >= limit:
             raise ModelError(
-                f"generate.max_new_tokens ({self.settings.max_new_tokens}) leaves no "
+                f"generate.max_new_tokens ({self.settings.token_budget}) leaves no "
                 f"room for the prompt in a context of {limit} tokens"
             )
-        return limit - self.settings.max_new_tokens
+        return limit - self.settings.token_budget
 
     def _render(self, document: str) -> str:
         if self._chat():
@@ -140,6 +157,31 @@ class HfSummarizer:
             return [truncate_words(t, self.settings.max_input_words) for t in texts]
         return [self._causal_prompt(t, budget) for t in texts]
 
+    def _generate_options(self, start: int) -> dict[str, Any]:
+        """Greedy generation within the token budget; stop strings and prompt-lookup
+        speculation (`generate.speculative`) as the settings ask (`start`: where the new tokens
+        begin in the sequences generate() sees)."""
+        options: dict[str, Any] = {
+            "max_new_tokens": self.settings.token_budget,
+            "do_sample": False,
+            "num_beams": 1,
+        }
+        if self.settings.stop:
+            options["stopping_criteria"] = [StopAtText(self._tokenizer, self.settings.stop, start)]
+        if self.settings.speculative == "ngram":
+            options.update(
+                prompt_lookup_num_tokens=self.settings.speculative_draft,
+                max_matching_ngram_size=self.settings.speculative_ngram,
+            )
+        return options
+
+    def _before_stop(self, text: str) -> str:
+        """The text up to the first stop string (transformers keeps the stop string and, in a
+        batch, can run on past it until every sequence stopped)."""
+        for stop in self.settings.stop:
+            text = text.split(stop, 1)[0]
+        return text
+
     def summarize(
         self,
         texts: Sequence[str],
@@ -149,7 +191,8 @@ class HfSummarizer:
 
         self._load()
         out: list[str] = []
-        size = self.settings.batch_size
+        # transformers drafts from the prompt (prompt lookup) one sequence at a time
+        size = 1 if self.settings.speculative == "ngram" else self.settings.batch_size
         budget = self._budget()
         for start in range(0, len(texts), size):
             batch = self._prompts(texts[start : start + size], budget)
@@ -163,18 +206,16 @@ class HfSummarizer:
                 add_special_tokens=not self._chat(),
             )
             with torch.no_grad():
+                start = 0 if self.is_seq2seq else enc["input_ids"].shape[1]
                 generated = self._model.generate(
                     **enc,
-                    max_new_tokens=self.settings.max_new_tokens,
-                    do_sample=False,
-                    num_beams=1,
+                    **self._generate_options(start),
                     pad_token_id=self._tokenizer.pad_token_id,
                 )
             if not self.is_seq2seq:
                 generated = generated[:, enc["input_ids"].shape[1] :]
-            out.extend(
-                s.strip() for s in self._tokenizer.batch_decode(generated, skip_special_tokens=True)
-            )
+            decoded = self._tokenizer.batch_decode(generated, skip_special_tokens=True)
+            out.extend(self._before_stop(text).strip() for text in decoded)
             if progress:
                 progress(len(batch))
         return out

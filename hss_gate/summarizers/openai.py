@@ -73,10 +73,12 @@ class OpenAISummarizer:
         body = {
             "model": self.model,
             "messages": chat_messages(text, self.settings),
-            "max_tokens": self.settings.max_new_tokens,
+            "max_tokens": self.settings.token_budget,
             "temperature": 0.0,
             "seed": 0,
         }
+        if self.settings.stop:
+            body["stop"] = list(self.settings.stop)
         last = ""
         for attempt in range(self.settings.retries + 1):
             try:

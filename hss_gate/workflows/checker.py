@@ -108,6 +108,10 @@ def write_llm_claims(
             "prompt": ed.LLM_CLAIM_PROMPT,
             "summary_words": checker.llm_words,
             "max_new_tokens": 3 * checker.llm_words,
+            # the restatements are written as before summaries got a sentence grammar and stop
+            # strings: the same claims, whatever production's summary settings
+            "sentence_limit": False,
+            "stop": [],
         }
     )
     summarizer = load_summarizer(

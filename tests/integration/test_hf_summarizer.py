@@ -344,3 +344,31 @@ def test_broken_checkpoint_raises_model_error(causal_dir: Path, tmp_path: Path) 
 
     with pytest.raises(ModelError, match="cannot load hf model"):
         summarizer.summarize(DOCS[:1])
+
+
+def test_prompt_lookup_speculation_writes_the_greedy_summaries(causal_dir: Path) -> None:
+    """generate.speculative=ngram drafts from the prompt (transformers' prompt lookup, one
+    sequence at a time); the model verifies every drafted token, so the summaries are the
+    greedy ones here (fp32 on a tiny model: no near-ties)."""
+    plain = load_summarizer("hf:" + str(causal_dir), _settings(max_new_tokens=12))
+    drafted = load_summarizer(
+        "hf:" + str(causal_dir), _settings(max_new_tokens=12, speculative="ngram")
+    )
+    seen: list[int] = []
+    assert drafted.summarize(DOCS, progress=seen.append) == plain.summarize(DOCS)
+    assert seen == [1] * len(DOCS)  # prompt lookup takes one sequence at a time
+    assert drafted.fingerprint != plain.fingerprint
+
+
+def test_a_stop_string_ends_the_summary_before_it(causal_dir: Path) -> None:
+    free = load_summarizer("hf:" + str(causal_dir), _settings(max_new_tokens=12, stop=[]))
+    (text,) = free.summarize(DOCS[:1])
+    words = text.split()
+    assert len(words) >= 3, "the tiny model should write a few words"
+    stop = words[2]
+    stopped = load_summarizer(
+        "hf:" + str(causal_dir), _settings(max_new_tokens=12, stop=[stop], batch_size=1)
+    )
+    (summary,) = stopped.summarize(DOCS[:1])
+    assert summary == text.split(stop, 1)[0].strip()
+    assert stop not in summary

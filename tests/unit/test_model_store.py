@@ -331,7 +331,9 @@ def test_chat_style_still_sends_chat_messages(summarizer_for):
     qwen._server = server = RecordingServer()
     assert qwen.summarize(["One sentence."]) == ["A chat summary."]
     ((kind, request),) = server.calls
-    assert kind == "chat" and "prompt" not in request and "stop" not in request
+    assert kind == "chat" and "prompt" not in request
+    # the settings' stop strings and sentence grammar, not the base models' blank line
+    assert request["stop"] == ["\n\n"] and request["grammar"].startswith("root ::= ")
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     assert "One sentence." in request["messages"][1]["content"]
 
