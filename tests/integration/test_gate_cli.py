@@ -141,7 +141,7 @@ def test_a_candidate_carries_its_own_generation_settings(runner, tmp_path):
         for role in ("candidate", "production")
     }
     assert settings["candidate"]["max_new_tokens"] == 99
-    assert settings["production"]["max_new_tokens"] == 200
+    assert settings["production"]["max_new_tokens"] is None  # derived from summary_words
     bad = tmp_path / "bad.yaml"
     bad.write_text("uri: extractive:lead-3\ngenerate:\n  summary_words: 5\n")
     result = runner.invoke(app, ["gate", "--candidate-config", str(bad), "--out", str(out)])

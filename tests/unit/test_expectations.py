@@ -55,7 +55,7 @@ def clean_documents(n: int = N) -> pd.DataFrame:
             "base_n_words": 55,
             "base_n_sentences": 3,
             "base_consistency": 0.9,
-            "base_low_consistency": [i % 10 == 0 for i in range(n)],  # 10% <= 18%
+            "base_low_consistency": [i % 10 == 0 for i in range(n)],  # 10% <= 33%
             "base_near_empty": False,
             "base_copies_source": False,
             "base_overlong": False,
@@ -356,7 +356,7 @@ def test_each_document_threshold_fails_alone(case, expected):
     elif case == "truncated":
         docs["base_truncated"] = [i < 12 for i in range(N)]  # 60% > 50%
     elif case == "low_consistency":
-        docs["base_low_consistency"] = [i < 14 for i in range(N)]  # 70% > 18%
+        docs["base_low_consistency"] = [i < 14 for i in range(N)]  # 70% > 33%
     elif case == "near_empty":
         docs["base_near_empty"] = [i < 5 for i in range(N)]  # 25% > 20%
     elif case == "copies_source":

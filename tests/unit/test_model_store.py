@@ -180,21 +180,27 @@ def test_verify_reports_a_missing_part(fake_packages, tmp_path):
 # The params.yaml generation settings, spelled out so that a change of defaults elsewhere does
 # not hide a change of the fingerprint format.
 PINNED_GENERATE = {
-    "max_new_tokens": 200,
+    "summary_words": 60,
+    "max_new_tokens": None,
+    "length_headroom": 2.5,
+    "stop": ["\n\n"],
+    "sentence_limit": True,
     "max_input_words": 1500,
     "system_prompt": "You are a helpful assistant that summarizes documents.",
-    "prompt": "Read the article and write a summary of at most 60 words.\n\nArticle:\n"
-    "{document}\n\nWrite the summary of at most 60 words now.",
+    "prompt": "Article:\n{document}\n\nSummarize the article above in at most "
+    "{summary_sentences} sentences ({summary_words} words or fewer).",
     "n_ctx": 4096,
     "threads": 1,
     "parallel": 1,
+    "prefix_reuse": False,
+    "speculative": "off",
 }
 # the strings the summary cache and data/baseline/normalization.json were built with
 ENGINE = (
     "llama.cpp/xllamacpp-2026.10.11549/sse3+ssse3+avx+avx2+f16c+fma+bmi2+llamafile+openmp+repack"
 )
-QWEN_FP = f"gguf:1d9614638d18024d:{ENGINE}:t1:d63b1204f0a5909b"
-SMOLLM2_FP = f"gguf:b179c9523d0e6a0f:{ENGINE}:t1:d63b1204f0a5909b"
+QWEN_FP = f"gguf:1d9614638d18024d:{ENGINE}:t1:28ae09d37c4f8d4c"
+SMOLLM2_FP = f"gguf:b179c9523d0e6a0f:{ENGINE}:t1:28ae09d37c4f8d4c"
 
 
 def _registry_digest(name):
