@@ -77,7 +77,7 @@ def test_markdown_marks_met_and_missed_targets():
         "documents": 2,
         "created": "now",
         "machine": {"cpu": "cpu", "cores": 2},
-        "floor_ratio": 1.1,
+        "floor_ratio": 1.05,
         "speedup_vs_naive": 2.0,
         "warm_over_cold": 0.01,
         "shap_eval_fraction": None,
@@ -103,7 +103,7 @@ def test_markdown_marks_met_and_missed_targets():
         },
     }
     text = markdown(bench)
-    assert "| floor_ratio | 1.100 | <= 1.1 | yes |" in text
+    assert "| floor_ratio | 1.050 | <= 1.05 | yes |" in text
     assert "| speedup_vs_naive | 2.000 | >= 4.0 | no |" in text
     assert "| shap_eval_fraction | not measured |" in text
     assert "| attribution_s_per_document | 41.500 | <= 30.0 | no |" in text
@@ -112,6 +112,11 @@ def test_markdown_marks_met_and_missed_targets():
         "| checker invented-sbert per (document, summary) pair, amortized over 48 pairs, "
         "423-word sources (load 9.9 s, cold 1.755 s, warm 0.021 s) | 1.925 s | <= 1 s | no |"
     ) in text
+    assert "cut mid-sentence" not in text  # no production lengths in this bench.json
+    bench["production_lengths"] = {"all": {"cut_mid_sentence_share": 0.12, "mean_over_asked": 1.05}}
+    text = markdown(bench)
+    assert "| production's reference summaries cut mid-sentence | 0.120 | <= 0.1 | no |" in text
+    assert "summaries: mean words / words asked | 1.05 | <= 1.5 | yes |" in text
     json.dumps(bench)
 
 
