@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -43,6 +44,7 @@ PromptStyle = Literal["chat", "completion"]
 COMPLETION_PROMPT = "{document}\n\nTL;DR:"
 COMPLETION_STOP = ("\n\n",)
 COMPLETION_RESUMES = 2
+TIMINGS_KEPT = 4096
 
 
 def completion_prompt(text: str, settings: GenerateSettings) -> str:
@@ -215,7 +217,8 @@ class GgufSummarizer:
         self.local_threads = self.threads * self.workers  # cores busy while it generates
         # the thread count changes llama.cpp's reductions, hence greedy outputs: part of the key
         self.fingerprint = gguf_fingerprint(digest, self.threads, settings, self.prompt_style)
-        self.timings: list[dict[str, Any]] = []  # llama.cpp's timings of each request
+        # llama.cpp's timings of the latest requests (hss bench reads them)
+        self.timings: deque[dict[str, Any]] = deque(maxlen=TIMINGS_KEPT)
         self._server: Any = None
         self._idle: list[tuple[Any, str]] = []  # idle copies and the text each saw last
         self._pool = threading.Lock()
