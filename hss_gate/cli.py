@@ -590,7 +590,7 @@ def bench(
         typer.Option(
             "--targets",
             help="only the speed targets: floor_ratio on the whole corpus, the checker, "
-            "the Qwen-size cold gate (~65 min)",
+            "the Qwen-size cold gate, generation's prefill/decode split (~50 min)",
         ),
     ] = False,
     attribution: Annotated[
