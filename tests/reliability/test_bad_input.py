@@ -42,6 +42,7 @@ from hss_gate.inputs import load_corpus, load_normalization
 from hss_gate.model_store import EmbeddedModel, WeightFile, Wheel
 from hss_gate.pipeline import Toolkit, score_documents
 from hss_gate.samples import SampleStore
+from hss_gate.settings import GenerateSettings
 from hss_gate.summarizers import openai as openai_module
 from hss_gate.summarizers.base import FakeSummarizer
 from tests.conftest import REPO, FakeChecker, FakeTagger
@@ -177,7 +178,8 @@ class Endpoint:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 user = body["messages"][-1]["content"]
-                document = user.split("Article:\n", 1)[1].rsplit("\n\nWrite the summary", 1)[0]
+                before, after = GenerateSettings().prompt_template.split("{document}")
+                document = user.removeprefix(before).removesuffix(after)
                 with endpoint.lock:
                     endpoint.documents.append(document)
                     number = len(endpoint.documents)
