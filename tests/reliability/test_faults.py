@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 from hss_gate.cache import Cache
 from hss_gate.cli import app
 from hss_gate.errors import ModelError
+from hss_gate.settings import GenerateSettings
 from tests.conftest import CORPUS, REPO
 
 SAFETY_S = 900  # generous upper bound on any wait; never a timing assertion
@@ -52,7 +53,8 @@ def mini_corpus(path: Path, n: int) -> Path:
 def _lead_two(body: dict[str, Any]) -> str:
     """The first two sentences of the article in the prompt: a summary that follows the input."""
     content = body["messages"][-1]["content"]
-    article = content.split("Article:\n", 1)[-1].split("\n\nWrite the summary", 1)[0]
+    before, after = GenerateSettings().prompt_template.split("{document}")
+    article = content.removeprefix(before).removesuffix(after)
     return " ".join(re.split(r"(?<=[.!?])\s+", article.strip())[:2])
 
 
