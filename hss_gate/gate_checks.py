@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from hss_gate.decision_rule import check_blocks, enough_documents
 from hss_gate.summary_checks import FLAG_REASONS, FLAGS
 
 if TYPE_CHECKING:
@@ -44,19 +45,6 @@ ColumnRule = tuple[float | None, float | None] | str | None
 a cast to float) or None (only present and not null)."""
 
 DOCUMENTS, PERTURBATIONS, CATEGORIES = "documents", "perturbations", "categories"
-
-# the deciding signal (a `decided_by` value) a failed check of each kind gives
-SIGNAL_OF_KIND = {
-    "summarizes": "not_summarizing",
-    "facts": "facts",
-    "output": "form",
-    "data": "data",
-    "hss": "hss",
-}
-
-# check kinds that may block before the last look: an absolute share measured on a few
-# documents is too noisy to block on (it only holds back an early promotion)
-EARLY_KINDS = ("data", "summarizes")
 
 FLAG_CODES = {flag: f"not_summarizing.{flag}_share" for flag in FLAGS}
 CODES: dict[str, tuple[Kind, Test]] = {
@@ -100,27 +88,6 @@ class Check:
     quantile: float | None = None  # quantile
     max_share: float | None = None  # between: the share of rows allowed outside [low, high]
     where: tuple[str, str] | None = None  # max: only the rows whose column equals the value
-
-
-def signal_of(kind: str) -> str:
-    """The deciding signal a failed check of this kind gives."""
-    return SIGNAL_OF_KIND.get(kind, kind)
-
-
-def check_blocks(kind: str, gate: GateSettings) -> bool:
-    """Whether a failed check of this kind blocks a promotion (the rest are reported)."""
-    return kind not in gate.advisory_kinds()
-
-
-def check_code(check: Mapping[str, Any]) -> str:
-    """A check result's code (a result without one, e.g. from an older decision.json, gets
-    `<signal>.<name>`)."""
-    return str(check.get("code") or f"{signal_of(check['kind'])}.{check.get('name', '')}")
-
-
-def enough_documents(n: int, gate: GateSettings) -> bool:
-    """Whether a category has enough documents for its own check (gate.min_category_documents)."""
-    return n >= gate.min_category_documents
 
 
 def _fmt(x: float) -> str:

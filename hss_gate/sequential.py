@@ -9,9 +9,8 @@ block) is at most alpha by the union bound, whatever the number of looks that ar
 A look settles the decision when
 
 - the candidate is significantly worse (the gate's rule at that look's level): block, or
-- it is clearly not worse on the signals that decide: the CI of the consistency difference lies
-  above -consistency_margin and the CI of the unsupported entity/number share difference lies
-  below unsupported_margin, and no blocking check failed: promote.
+- it is clearly not worse on the signals that decide: every always-blocking margin's CI lies on
+  the good side of it and no blocking check failed: promote (hss_gate.decision_rule).
 
 Otherwise the next look adds documents. A corpus that runs out unsettled keeps the plain rule
 (promote unless a fall is significant). tests/unit/test_sequential.py measures both error rates
@@ -60,27 +59,6 @@ def look_sizes(n_items: int, n_categories: int, full: bool = False) -> list[int]
 def look_confidence(confidence: float, n_looks: int) -> float:
     """The per-look confidence level that keeps the overall error rate at 1 - confidence."""
     return 1.0 - (1.0 - confidence) / n_looks
-
-
-def clearly_not_worse(
-    signals: Mapping[str, Mapping[str, float]],
-    checks: Sequence[Mapping[str, Any]],
-    consistency_margin: float,
-    unsupported_margin: float,
-    advisory_kinds: Sequence[str] = ("hss",),
-) -> bool:
-    """Both deciding signals are inside their margins with confidence and no blocking check
-    failed: more documents would not change a promotion."""
-    consistency = signals.get("base_consistency")
-    unsupported = signals.get("base_unsupported_share")
-    if consistency is None or unsupported is None:
-        return False
-    failed = [c for c in checks if not c["success"] and c["kind"] not in advisory_kinds]
-    return (
-        not failed
-        and consistency["ci_low"] > -consistency_margin
-        and unsupported["ci_high"] < unsupported_margin
-    )
 
 
 def look_record(

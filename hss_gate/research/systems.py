@@ -7,10 +7,11 @@ candidate is significantly worse when the paired 95% CI of its difference lies e
 zero (the gate must block), significantly better when it lies entirely above (it must promote).
 
 The gate's side runs the gate's own rule on per-document rows built from the checker's verdicts
-(`document_rows`): `gate_call` drives hss_gate.gate.compare and look_verdict look by look
+(`document_rows`): `gate_call` drives hss_gate.paired_comparison.compare and the gate's rule
+(hss_gate.decision_rule.judge_look) look by look
 (hss_gate.sequential: the stratified order, the look sizes, the Bonferroni-spent level), as
 `hss gate` does, or in one look (`hss gate --full`). The facts bounds follow production's own
-values (hss_gate.gate.facts_bounds_relative_to), as in the gate. What is not
+values (hss_gate.decision_rule.facts_bounds_relative_to), as in the gate. What is not
 there: HSS (no perturbations: every row's `hss` is NaN, "not measured" as in a gate run of
 stored summaries without perturbed ones, so compare skips the HSS comparison instead of
 comparing zeros) and the form, data and not-summarizing checks; the facts checks' `mean` tests
@@ -31,10 +32,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from hss_gate.decision_rule import judge_look
 from hss_gate.errors import InputError
-from hss_gate.gate import compare, facts_bounds_relative_to, look_verdict
 from hss_gate.gate_checks import severity_checks
 from hss_gate.jsonl import read_jsonl
+from hss_gate.paired_comparison import compare
 from hss_gate.sequential import look_confidence, look_record, look_sizes, stratified_order
 from hss_gate.settings import GateSettings
 from hss_gate.severity import paired_t_ci
@@ -177,8 +179,8 @@ def document_row(doc_id: str, consistency: float, threshold: float, unsupported:
     """One summary as the gate's documents table has it, for the signals that decide: the
     checker's consistency, whether it is below the threshold, and the share of unsupported
     entities/numbers. HSS is not measured here (no perturbations): NaN, as the gate's documents
-    table has it for a run without perturbed summaries (hss_gate.gate.hss_measured is then
-    false and compare leaves the HSS signals out: "not measured", never 0)."""
+    table has it for a run without perturbed summaries (hss_gate.paired_comparison.hss_measured
+    is then false and compare leaves the HSS signals out: "not measured", never 0)."""
     return {
         "doc_id": doc_id,
         "category": CATEGORY,
@@ -263,11 +265,17 @@ def gate_call(
     verdict, n = "continue", 0
     for i, n in enumerate(plan):
         comparison = compare(cand[:n], prod[:n], resamples=resamples, confidence=level, seed=seed)
-        at = facts_bounds_relative_to(gate, prod[:n])[0] if relative else gate
-        checks = facts_checks(cand[:n], at)
-        verdict = look_verdict(comparison, checks, at, last=i == len(plan) - 1)
+        judged = judge_look(
+            comparison,
+            prod[:n],
+            gate,
+            lambda at, rows=cand[:n]: facts_checks(rows, at),
+            last=i == len(plan) - 1,
+            relative=relative,
+        )
+        verdict = judged.verdict
         record = look_record(n, level, comparison["signals"], verdict)
-        record["failed_checks"] = [c["code"] for c in checks if not c["success"]]
+        record["failed_checks"] = [c["code"] for c in judged.checks if not c["success"]]
         looks.append(record)
         if verdict != "continue":
             break

@@ -14,7 +14,7 @@
    (`attribute`, on request: gate.attribution_documents > 0) the attribution instability of
    the deciding look's first N documents, both sides (hss_gate.gate_attribution), as a column
    of each side's documents table and, with gate.max_attribution_instability, a check;
-5. `decide_gate`: the decision (hss_gate.gate.decide) with the looks and how production was
+5. `decide_gate`: the decision (hss_gate.decision_rule.decide) with the looks and how production was
    obtained; a person's override; the documents that moved most;
 6. `write_or_fail_closed`: decision.json, decision.md, decision.html (and JUnit XML).
 
@@ -36,20 +36,14 @@ import pandas as pd
 
 from hss_gate import __version__, decision_report, report
 from hss_gate.corpus import Document
+from hss_gate.decision_rule import decide, facts_bounds_relative_to, judge_look
 from hss_gate.errors import InputError, ModelError, ReportError, error_message
-from hss_gate.gate import (
-    Decision,
-    apply_override,
-    compare,
-    decide,
-    error_decision,
-    facts_bounds_relative_to,
-    look_verdict,
-)
+from hss_gate.gate import Decision, apply_override, error_decision
 from hss_gate.gate_attribution import load_attribution_scorer
 from hss_gate.inputs import load_normalization
 from hss_gate.io import write_json_atomic, write_text_atomic
 from hss_gate.normalization import Normalization
+from hss_gate.paired_comparison import compare
 from hss_gate.pipeline import ScoreResult, merge_results
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
@@ -166,7 +160,7 @@ def gate_decision(
     gate: GateSettings,
     context: Mapping[str, str],
 ) -> Decision:
-    """Promote or block (see hss_gate.gate.decide); `context` says who, when, which version."""
+    """Promote or block (hss_gate.decision_rule.decide); `context`: who, when, which version."""
     return decide(comparison, checks, gate, drift=drift, **context)
 
 
@@ -439,22 +433,29 @@ def check_look(
     run: GateRun, looks: Looks, seen: Sequence[Document], last: bool, steps: Steps
 ) -> Look:
     """Compare both runs over the documents seen at the look's confidence level, run the
-    suites on the candidate's tables and give the look's verdict (hss_gate.gate.look_verdict)."""
+    suites on the candidate's tables and give the look's verdict
+    (hss_gate.decision_rule.judge_look)."""
     settings = run.settings
     candidate, production = looks.scored.merged(settings)
     at_level = settings.score.model_copy(update={"confidence": looks.level})
     comparison = steps.compute(compare_runs, candidate, production, at_level, settings.perturb.seed)
-    gate, _ = facts_bounds_relative_to(settings.gate, production.documents)
-    checks = steps.compute(
-        run_gate_checks,
-        steps.compute(gate_tables, candidate, comparison),
-        gate,
-        seen,
-        len(settings.perturb.strengths) * settings.perturb.k,
-        run.out_dir / "data_docs",
-        comparison.get("hss_measured", True),
+    tables = steps.compute(gate_tables, candidate, comparison)
+    judged = judge_look(
+        comparison,
+        production.documents,
+        settings.gate,
+        lambda gate: steps.compute(
+            run_gate_checks,
+            tables,
+            gate,
+            seen,
+            len(settings.perturb.strengths) * settings.perturb.k,
+            run.out_dir / "data_docs",
+            comparison.get("hss_measured", True),
+        ),
+        last=last,
     )
-    verdict = look_verdict(comparison, checks, gate, last=last)
+    checks, verdict = judged.checks, judged.verdict
     return Look(len(seen), candidate, production, comparison, checks, verdict)
 
 

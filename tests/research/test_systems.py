@@ -104,7 +104,8 @@ def test_a_document_without_hss_is_not_measured_never_hss_zero():
     """No perturbations here: the rows' HSS is "not measured" as the gate has it (NaN, so
     hss_measured is false and the HSS comparison is skipped with a note), never 0.0 on both
     sides compared as equal HSS."""
-    from hss_gate.gate import compare, decide, hss_measured
+    from hss_gate.decision_rule import decide
+    from hss_gate.paired_comparison import compare, hss_measured
 
     cand, prod = _rows([0.9, 0.8, 0.7, 0.6]), _rows([0.9, 0.9, 0.8, 0.7])
     assert all(r["hss"] != 0.0 and np.isnan(r["hss"]) for r in cand + prod)

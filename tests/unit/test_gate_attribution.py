@@ -15,8 +15,9 @@ import pytest
 
 from hss_gate.corpus import Document
 from hss_gate.decision_report import decision_html, decision_markdown
+from hss_gate.decision_rule import check_findings
 from hss_gate.errors import ModelError
-from hss_gate.gate import Decision, check_findings
+from hss_gate.gate import Decision
 from hss_gate.gate_attribution import (
     COLUMN,
     ExplainedDocument,

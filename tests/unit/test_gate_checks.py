@@ -10,15 +10,17 @@ import pandas as pd
 import pytest
 
 from hss_gate.decision_report import decision_html, decision_junit, decision_markdown
+from hss_gate.decision_rule import check_blocks, decide
 from hss_gate.expectations import (
     EXPECTATIONS,
     gate_expectations,
     monitor_expectations,
     run_suites,
 )
-from hss_gate.gate import FINDING_CODES, SCHEMA_VERSION, apply_override, compare, decide
-from hss_gate.gate_checks import CODES, category_checks, check_blocks
+from hss_gate.gate import FINDING_CODES, SCHEMA_VERSION, apply_override
+from hss_gate.gate_checks import CODES, category_checks
 from hss_gate.inputs import load_corpus
+from hss_gate.paired_comparison import compare
 from hss_gate.sequential import look_sizes, stratified_order
 from hss_gate.settings import GateSettings
 from tests.conftest import CORPUS

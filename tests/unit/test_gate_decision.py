@@ -10,10 +10,12 @@ import pytest
 
 from hss_gate.baseline import document_scores, score_metrics, with_strength_distances
 from hss_gate.decision_report import decision_html, decision_markdown, moved_most
+from hss_gate.decision_rule import decide
 from hss_gate.errors import InputError
-from hss_gate.gate import compare, decide, error_decision
+from hss_gate.gate import error_decision
 from hss_gate.monitor import monitor_verdict, severity_rise
 from hss_gate.normalization import compute_normalization
+from hss_gate.paired_comparison import compare
 from hss_gate.settings import GateSettings
 from hss_gate.severity import difference_bootstrap_ci
 

@@ -18,11 +18,12 @@ from hss_gate import pipeline
 from hss_gate.cache import Cache
 from hss_gate.cli import app
 from hss_gate.corpus import Document
+from hss_gate.decision_rule import decide
 from hss_gate.embedding import HashingEmbedder
 from hss_gate.errors import InputError
 from hss_gate.expectations import HSS_DOCUMENT_COLUMNS, gate_expectations
-from hss_gate.gate import compare, decide
 from hss_gate.inputs import load_normalization
+from hss_gate.paired_comparison import compare
 from hss_gate.pipeline import Toolkit, make_perturbations, score_documents
 from hss_gate.settings import GateSettings, HssSettings, PerturbSettings
 from hss_gate.summarizers.stored import StoredSummarizer, pair_documents, perturbed_id

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from hss_gate.gate import compare
+from hss_gate.decision_rule import look_verdict
+from hss_gate.paired_comparison import compare
 from hss_gate.sequential import look_confidence, look_sizes, stratified_order
 from hss_gate.settings import GateSettings
-from hss_gate.workflows.gate import look_verdict
 
 pytestmark = pytest.mark.unit
 
