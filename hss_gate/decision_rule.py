@@ -1,89 +1,26 @@
 """The one decision rule (pure): a look's paired comparison, check results and drift into a
-verdict. Every margin is read by name from `MARGINS` (which setting, which direction is worse,
-which switch makes it block); which check kinds block is `check_blocks`; early looks block only
-on `EARLY_KINDS`. `hss gate`'s looks, `hss systems` and the reports all go through here.
+verdict. Every margin is read by name from the registered signals' `Margin`s
+(hss_gate.summary_signals: which setting, which direction is worse, which switch makes it
+block); which check kinds block is `check_blocks`; early looks block only on `EARLY_KINDS`.
+`hss gate`'s looks and `hss systems` both judge a look with `judge_look`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from hss_gate.gate import Decision, Effect, Finding, texts_of
 from hss_gate.paired_comparison import NOT_MEASURED_TEXT
 from hss_gate.settings import GateSettings
-
+from hss_gate.summary_signals import margins
 
 # the order in which deciding signals are reported: a candidate that does not summarize first
-@dataclass(frozen=True)
-class Margin:
-    """One paired comparison that can block: the signal it decides (`decided_by`), the
-    documents column compared, the GateSettings field holding its margin, the direction that is
-    worse, the finding's code and text, and the GateSettings switch that makes it block (None:
-    it always blocks, and an early promotion needs it inside its margin)."""
-
-    signal: str
-    column: str
-    setting: str
-    worse: Literal["lower", "higher"]
-    code: str
-    text: str  # {margin}, {diff}, {level}, {n}
-    switch: str | None = None
-
-    def of(self, gate: GateSettings) -> float:
-        """This margin's value in the settings."""
-        return float(getattr(gate, self.setting))
-
-    def beyond(self, stats: Mapping[str, float], gate: GateSettings) -> bool:
-        """Worse beyond the margin with confidence (the whole CI past it)."""
-        if self.worse == "lower":
-            return stats["ci_high"] < -self.of(gate)
-        return stats["ci_low"] > self.of(gate)
-
-    def inside(self, stats: Mapping[str, float], gate: GateSettings) -> bool:
-        """Not worse than the margin with confidence (the whole CI on the good side)."""
-        if self.worse == "lower":
-            return stats["ci_low"] > -self.of(gate)
-        return stats["ci_high"] < self.of(gate)
-
-    def blocks(self, gate: GateSettings) -> bool:
-        return self.switch is None or bool(getattr(gate, self.switch))
-
-
-MARGINS = (
-    Margin(
-        "consistency",
-        "base_consistency",
-        "consistency_margin",
-        "lower",
-        "consistency",
-        "the summaries' factual consistency fell beyond the margin {margin}: {diff}, paired "
-        "Student-t {level} CI over {n} documents",
-    ),
-    Margin(
-        "unsupported_entities",
-        "base_unsupported_share",
-        "unsupported_margin",
-        "higher",
-        "unsupported_entities",
-        "the share of summary entities/numbers unsupported by the source rose beyond the "
-        "margin {margin}: {diff}",
-    ),
-    Margin(
-        "hss",
-        "hss",
-        "margin",
-        "higher",
-        "hss.rise",
-        "HSS rose significantly beyond the margin {margin}: {diff}, paired bootstrap {level} CI "
-        "over {n} documents",
-        switch="hss_blocks",
-    ),
-)
-HSS_MARGIN = MARGINS[2]
+MARGINS = margins()
+HSS_MARGIN = next(m for m in MARGINS if m.column == "hss")
 
 # check kinds reported, not blocking, unless their GateSettings switch is on
 KIND_SWITCHES = {"hss": "hss_blocks", "output": "form_blocks"}

@@ -1,6 +1,8 @@
-"""The paired comparison of a candidate's documents with production's (pure): per signal the
-two means, their difference and its CI, and HSS by category. The rule that reads it is
-hss_gate.decision_rule."""
+"""The paired comparison of a candidate's documents with production's (pure): per registered
+signal's paired column (hss_gate.summary_signals) the two means, their difference and its CI,
+and HSS by category. A signal measured from the perturbed summaries is "not measured" when
+either side has none (stored summaries without perturbed ones), never compared on NaN. The
+rule that reads it is hss_gate.decision_rule."""
 
 from __future__ import annotations
 
@@ -11,32 +13,12 @@ import numpy as np
 
 from hss_gate.errors import InputError
 from hss_gate.severity import bootstrap_ci, paired_bootstrap_ci, paired_t_ci
-
-# per-document signals compared between candidate and production: (column, label)
-PAIRED_SIGNALS = (
-    ("base_consistency", "factual consistency with the source (checker, 0-1)"),
-    ("base_low_consistency", "summaries the checker finds unsupported"),
-    ("base_unsupported_share", "entities/numbers unsupported by the source"),
-    ("hss", "HSS"),
-    ("hss_raw", "HSS, raw distance"),
-    ("consistency_drop_mean", "consistency lost under meaning-preserving perturbation"),
-    ("base_novel_ngram_share", "rewriting: novel n-gram share (1 - extractiveness)"),
-    ("base_truncated", "summary ends mid-sentence"),
-    ("base_n_words", "summary length (words)"),
-)
-
-# the paired signals measured from the perturbed summaries: "not measured" when either side has
-# none (stored summaries without perturbed ones), never compared on NaN or made up
-HSS_SIGNALS = ("hss", "hss_raw", "consistency_drop_mean")
+from hss_gate.summary_signals import paired
 
 NOT_MEASURED_TEXT = (
     "HSS not measured: the summaries file has no perturbed summaries (export them with "
     "`hss perturb`)"
 )
-
-# the paired signals that decide get a Student-t CI (calibrated at small n, simulated in
-# tests/unit/test_sequential.py); the others a percentile bootstrap CI
-DECIDING = ("base_consistency", "base_unsupported_share")
 
 
 def paired_rows(
@@ -80,21 +62,22 @@ def compare(
     pairs = paired_rows(candidate, production)
     measured = hss_measured(candidate, production)
     signals: dict[str, Any] = {}
-    for column, label in PAIRED_SIGNALS:
+    for signal in paired():
+        column = signal.column
         if not all(column in c and column in p for c, p in pairs):
             continue
-        if column in HSS_SIGNALS and not measured:
+        if signal.needs_hss and not measured:
             continue
         a = [float(c[column]) for c, _ in pairs]
         b = [float(p[column]) for _, p in pairs]
-        if column in DECIDING:
+        if signal.ci == "student-t":  # calibrated at small n: tests/unit/test_sequential.py
             diff, low, high = paired_t_ci(a, b, level=confidence)
         else:
             diff, low, high = paired_bootstrap_ci(
                 a, b, resamples=resamples, level=confidence, seed=seed
             )
         signals[column] = {
-            "label": label,
+            "label": signal.label,
             "candidate": float(np.mean(a)),
             "production": float(np.mean(b)),
             "difference": diff,

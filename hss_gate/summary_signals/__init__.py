@@ -1,0 +1,35 @@
+"""The registered signals of a summary, in the order the reports list them. A new signal is one
+module (hss_gate/summary_signals/contract.py says what it declares) and one line here."""
+
+from __future__ import annotations
+
+from hss_gate.summary_signals import consistency, form, hss, rewriting, unsupported
+from hss_gate.summary_signals.contract import Margin, Paired, Signal, WindowTest
+
+REGISTERED: tuple[Signal, ...] = (
+    consistency.SIGNAL,
+    unsupported.SIGNAL,
+    hss.SIGNAL,
+    rewriting.SIGNAL,
+    form.SIGNAL,
+)
+
+
+def paired() -> tuple[Paired, ...]:
+    """Every paired comparison, in the registry's order."""
+    return tuple(p for s in REGISTERED for p in s.paired)
+
+
+def margins() -> tuple[Margin, ...]:
+    """Every margin that can block, in the registry's order."""
+    return tuple(m for s in REGISTERED for m in s.margins)
+
+
+def window_tests() -> tuple[WindowTest, ...]:
+    """Every registered monitor window test."""
+    return tuple(w for s in REGISTERED for w in s.window)
+
+
+def computed() -> tuple[Signal, ...]:
+    """The signals computed from a summary and its source by their own module."""
+    return tuple(s for s in REGISTERED if s.compute is not None)

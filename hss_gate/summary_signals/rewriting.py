@@ -1,0 +1,11 @@
+"""How much a summary rewrites its source (novel n-gram share, 1 - extractiveness): reported,
+and read beside HSS (hss_gate.decision_rule.reading_notes)."""
+
+from hss_gate.summary_signals.contract import Paired, Signal
+
+SIGNAL = Signal(
+    name="rewriting",
+    paired=(
+        Paired("base_novel_ngram_share", "rewriting: novel n-gram share (1 - extractiveness)"),
+    ),
+)

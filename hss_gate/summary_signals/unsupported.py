@@ -1,0 +1,26 @@
+"""Entities and numbers of a summary that its source does not support. Blocks when their share
+rises beyond gate.unsupported_margin."""
+
+from hss_gate.summary_signals.contract import Margin, Paired, Signal
+
+SIGNAL = Signal(
+    name="unsupported_entities",
+    paired=(
+        Paired(
+            "base_unsupported_share",
+            "entities/numbers unsupported by the source",
+            ci="student-t",
+        ),
+    ),
+    margins=(
+        Margin(
+            "unsupported_entities",
+            "base_unsupported_share",
+            "unsupported_margin",
+            "higher",
+            "unsupported_entities",
+            "the share of summary entities/numbers unsupported by the source rose beyond the "
+            "margin {margin}: {diff}",
+        ),
+    ),
+)
