@@ -14,6 +14,7 @@ from hss_gate.sentences import ends_mid_sentence
 from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
 from hss_gate.summary_checks import LengthPolicy, summary_flags
+from hss_gate.summary_signals import computed, window_tests
 from hss_gate.tables import unsupported_cell, unsupported_evidence
 
 EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2, "insufficient_data": 3}
@@ -53,6 +54,11 @@ def live_summary_signals(
             "live_truncated": ends_mid_sentence(s.summary),
             "live_n_words": len(s.summary.split()),
             **{f"live_{k}": val for k, val in summary_flags(s.summary, s.document, policy).items()},
+            **{
+                f"live_{k}": val
+                for signal in computed()
+                for k, val in signal.compute(s.summary, s.document).items()  # type: ignore[misc]
+            },
         }
         for s, m, v in zip(samples, mentions, verdicts, strict=True)
     ]
@@ -128,6 +134,7 @@ REPORTED_SIGNALS = (
     ("live_copies_source", "summaries about as long as their source", "fisher", "greater"),
     ("live_overlong", "summaries over the length limit", "fisher", "greater"),
     ("live_other_language", "summaries in another language", "fisher", "greater"),
+    *((w.column, w.label, w.test, w.alternative) for w in window_tests()),
 )
 
 # every column a stored reference window must hold (an older one lacking any is rescored);
@@ -147,6 +154,7 @@ _CONTINUOUS = (
     "live_unsupported_share",
     "live_novel_ngram_share",
     "live_n_words",
+    *(w.column for w in window_tests() if w.test == "mann_whitney"),
 )
 
 
