@@ -16,11 +16,13 @@ import numpy as np
 from hss_gate.gate import Decision, Effect, Finding, texts_of
 from hss_gate.paired_comparison import NOT_MEASURED_TEXT
 from hss_gate.settings import GateSettings
-from hss_gate.summary_signals import margins
+from hss_gate.summary_signals import margins, relative_bounds, rewriting
 
 # the order in which deciding signals are reported: a candidate that does not summarize first
 MARGINS = margins()
-HSS_MARGIN = next(m for m in MARGINS if m.column == "hss")
+HSS_MARGIN = next(m for m in MARGINS if m.signal == "hss")
+CONSISTENCY_MARGIN = next(m for m in MARGINS if m.signal == "consistency")
+REWRITING = rewriting.SIGNAL.paired[0].column  # read beside HSS
 
 # check kinds reported, not blocking, unless their GateSettings switch is on
 KIND_SWITCHES = {"hss": "hss_blocks", "output": "form_blocks"}
@@ -76,37 +78,28 @@ PRIORITY = (
     "drift",
 )
 
-RELATIVE_SHARE_HEADROOM = 0.10
-"""A candidate's share of summaries the checker finds unsupported may exceed production's own
-share on the same documents by this much before the facts check fails (the headroom the
-reference calibration gave: bound 0.66 over production's 0.56 under the invented-sbert
-checker, 0.50 over 0.40 under sbert; kept for entail: 0.33 over 0.23)."""
-
 
 def facts_bounds_relative_to(
     gate: GateSettings, production: Sequence[Mapping[str, Any]]
 ) -> tuple[GateSettings, str]:
-    """The facts bounds that block, relative to production on the same documents: production's
-    own value plus a headroom, never below the absolute setting (the reported floor). So the
-    decision rests on the paired comparison on any corpus, cased or lower-cased: production
-    gated against itself always passes them. Returns the settings and a note saying so."""
-    low = float(np.mean([float(r["base_low_consistency"]) for r in production]))
-    unsupported = float(np.mean([float(r["base_unsupported_share"]) for r in production]))
-    bounds = {
-        "max_low_consistency_share": max(
-            gate.max_low_consistency_share, min(1.0, low + RELATIVE_SHARE_HEADROOM)
-        ),
-        "max_unsupported_share": max(
-            gate.max_unsupported_share, min(1.0, unsupported + gate.unsupported_margin)
-        ),
-    }
+    """The facts bounds that block, relative to production on the same documents (the
+    registered signals' `RelativeBound`s): production's own value plus a headroom, never below
+    the absolute setting (the reported floor). So the decision rests on the paired comparison on
+    any corpus, cased or lower-cased: production gated against itself always passes them.
+    Returns the settings and a note saying so."""
+    bounds, parts, floors = {}, [], []
+    for bound in relative_bounds():
+        own = float(np.mean([float(r[bound.column]) for r in production]))
+        floor = float(getattr(gate, bound.setting))
+        value = max(floor, min(1.0, own + bound.headroom_of(gate)))
+        bounds[bound.setting] = value
+        d = bound.digits
+        parts.append(f"{bound.label} <= {value:.{d}f}, production {own:.{d}f}")
+        floors.append(f"{floor:.{d}f}")
     note = (
-        "the facts bounds follow production's own values on the same documents (unsupported "
-        f"by the checker "
-        f"<= {bounds['max_low_consistency_share']:.2f}, production {low:.2f}; unsupported "
-        f"entities/numbers <= {bounds['max_unsupported_share']:.3f}, production "
-        f"{unsupported:.3f}; floors {gate.max_low_consistency_share:.2f} and "
-        f"{gate.max_unsupported_share:.3f}); the paired comparison decides"
+        "the facts bounds follow production's own values on the same documents ("
+        + "; ".join(parts)
+        + f"; floors {' and '.join(floors)}); the paired comparison decides"
     )
     return gate.model_copy(update=bounds), note
 
@@ -257,9 +250,9 @@ def reading_notes(
 ) -> list[Finding]:
     """HSS beside rewriting, and whether an HSS rise looks like paraphrase (more rewriting and
     no fact got worse)."""
-    rewriting = signals.get("base_novel_ngram_share")
-    hss = signals.get("hss")
-    if not rewriting or not hss:
+    rewriting_change = signals.get(REWRITING)
+    hss = signals.get(HSS_MARGIN.column)
+    if not rewriting_change or not hss:
         return []
     notes = [
         Finding(
@@ -267,12 +260,12 @@ def reading_notes(
             signal="hss",
             effect="note",
             text=f"HSS {_fmt_diff(hss)} beside rewriting (novel n-gram share) "
-            f"{_fmt_diff(rewriting)}: HSS moves with paraphrasing, so read an HSS change next "
-            "to the rewriting change.",
+            f"{_fmt_diff(rewriting_change)}: HSS moves with paraphrasing, so read an HSS change "
+            "next to the rewriting change.",
         )
     ]
     facts_worse = any(f.signal in {"consistency", "unsupported_entities", "facts"} for f in blocks)
-    if HSS_MARGIN.beyond(hss, gate) and rewriting["ci_low"] > 0 and not facts_worse:
+    if HSS_MARGIN.beyond(hss, gate) and rewriting_change["ci_low"] > 0 and not facts_worse:
         text = (
             "the HSS rise comes with more rewriting and no significant loss of consistency or "
             "rise in unsupported entities/numbers: it looks like paraphrase, not factual error."
@@ -284,7 +277,7 @@ def reading_notes(
 def _metrics(
     comparison: Mapping[str, Any], checks: Sequence[Mapping[str, Any]], gate: GateSettings
 ) -> dict[str, Any]:
-    signals, hss = comparison["signals"], comparison["signals"].get("hss")
+    signals, hss = comparison["signals"], comparison["signals"].get(HSS_MARGIN.column)
     failed = sum(not c["success"] for c in checks)
     metrics = {
         "documents": comparison["documents"],
@@ -302,7 +295,7 @@ def _metrics(
     }
     if hss is None:
         metrics["hss_not_measured"] = comparison.get("hss_not_measured") or NOT_MEASURED_TEXT
-    consistency = signals.get("base_consistency")
+    consistency = signals.get(CONSISTENCY_MARGIN.column)
     if consistency:
         metrics["consistency"] = {
             "candidate": consistency["candidate"],

@@ -4,7 +4,7 @@ module (hss_gate/summary_signals/contract.py says what it declares) and one line
 from __future__ import annotations
 
 from hss_gate.summary_signals import consistency, form, hss, rewriting, unsupported
-from hss_gate.summary_signals.contract import Margin, Paired, Signal, WindowTest
+from hss_gate.summary_signals.contract import Margin, Paired, RelativeBound, Signal, WindowTest
 
 REGISTERED: tuple[Signal, ...] = (
     consistency.SIGNAL,
@@ -23,6 +23,11 @@ def paired() -> tuple[Paired, ...]:
 def margins() -> tuple[Margin, ...]:
     """Every margin that can block, in the registry's order."""
     return tuple(m for s in REGISTERED for m in s.margins)
+
+
+def relative_bounds() -> tuple[RelativeBound, ...]:
+    """Every facts bound that follows production's own values, in the registry's order."""
+    return tuple(b for s in REGISTERED for b in s.bounds)
 
 
 def window_tests() -> tuple[WindowTest, ...]:

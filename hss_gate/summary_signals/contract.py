@@ -65,6 +65,24 @@ class Margin:
 
 
 @dataclass(frozen=True)
+class RelativeBound:
+    """An absolute facts bound (the GateSettings field `setting`, kept as the floor) that follows
+    production's own mean of `column` on the same documents plus a headroom (a number, or the
+    name of the GateSettings field holding it), at most 1. `label` and `digits` write it in the
+    decision's note."""
+
+    setting: str
+    column: str
+    headroom: float | str
+    label: str
+    digits: int
+
+    def headroom_of(self, gate: Any) -> float:
+        value = self.headroom
+        return float(getattr(gate, value) if isinstance(value, str) else value)
+
+
+@dataclass(frozen=True)
 class WindowTest:
     """The monitor's test of a served column between the model's reference and current
     windows, reported and never blocking: "mann_whitney" for a continuous value ("less": a
@@ -94,5 +112,6 @@ class Signal:
     compute: Compute | None = None
     paired: tuple[Paired, ...] = ()
     margins: tuple[Margin, ...] = ()
+    bounds: tuple[RelativeBound, ...] = ()
     window: tuple[WindowTest, ...] = ()
     notes: tuple[str, ...] = field(default=())

@@ -1,7 +1,7 @@
 """Entities and numbers of a summary that its source does not support. Blocks when their share
 rises beyond gate.unsupported_margin."""
 
-from hss_gate.summary_signals.contract import Margin, Paired, Signal
+from hss_gate.summary_signals.contract import Margin, Paired, RelativeBound, Signal
 
 SIGNAL = Signal(
     name="unsupported_entities",
@@ -21,6 +21,15 @@ SIGNAL = Signal(
             "unsupported_entities",
             "the share of summary entities/numbers unsupported by the source rose beyond the "
             "margin {margin}: {diff}",
+        ),
+    ),
+    bounds=(
+        RelativeBound(
+            "max_unsupported_share",
+            "base_unsupported_share",
+            "unsupported_margin",
+            "unsupported entities/numbers",
+            3,
         ),
     ),
 )
