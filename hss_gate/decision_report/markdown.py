@@ -1,4 +1,9 @@
-"""The reports as Markdown: the gate's pull-request comment (decision.md) and monitor.md."""
+"""The reports as Markdown: the gate's pull-request comment (decision.md) and monitor.md.
+
+.github/workflows/gate.yml posts decision.md as the pull-request comment: its script cuts it at
+60,000 characters (GitHub's limit is 65,536) and adds a marker and a link to the run;
+`pull_request_comment` writes the rest.
+"""
 
 from __future__ import annotations
 
@@ -58,8 +63,8 @@ def _item(value: str, code: str) -> str:
 # ----------------------------------------------------------------------------- the gate
 
 
-def decision_markdown(decision: Decision) -> str:
-    """The pull-request comment."""
+def pull_request_comment(decision: Decision) -> str:
+    """The pull-request comment: what decision.md holds."""
     m = decision.metrics
     lines = [
         f"## hss-gate: {VERDICT[decision.decision]}",
@@ -103,6 +108,11 @@ def decision_markdown(decision: Decision) -> str:
         "(Evidently), score tables in `candidate/` and `production/`.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def decision_markdown(decision: Decision) -> str:
+    """decision.md: the pull-request comment."""
+    return pull_request_comment(decision)
 
 
 # -------------------------------------------------------------------------- the monitor
