@@ -274,7 +274,12 @@ def word_spans(sentence: str, words: Sequence[str]) -> list[tuple[int, int, Any]
 
 
 def monitored(result: Mapping[str, Any]) -> tuple[str, str]:
-    """What the run judged: (what it is, its id)."""
+    """What the run judged: (what it is, its id). A served-only run judges the served model id
+    its samples carry (the windows' model id), never the production model it does not run; a
+    full run rescores the samples with the deployed (production) model."""
+    served = (result.get("windows") or {}).get("model_id")
+    if result.get("kind") == "served" and served:
+        return "Served model", str(served)
     return "Deployed model", str(result.get("model", ""))
 
 

@@ -295,6 +295,18 @@ def test_missing_window_keys_are_tolerated():
     assert "| s |  | n/a | n/a / n/a / n/a |  | n/a | n/a / n/a / n/a | n/a |" in md
 
 
+def test_a_served_only_run_heads_the_served_model_id_a_full_run_the_deployed_model():
+    """--served-only judges the samples' model id (the windows'), not run.production_model."""
+    served = _stored(_result())
+    md, page = monitor_markdown(served), monitor_html(served)
+    assert "Served model `m2`, 3 recent samples from the store (served run abc)." in md
+    assert "<p>Served model <code>m2</code>; 3 samples; served run abc.</p>" in page
+    assert "gguf:smol" not in md and "gguf:smol" not in page
+    full = _stored(_result()) | {"kind": "full"}
+    assert "Deployed model `gguf:smol`, 3 recent samples" in monitor_markdown(full)
+    assert "<p>Deployed model <code>gguf:smol</code>; 3 samples" in monitor_html(full)
+
+
 def test_an_insufficient_run_without_windows_or_trend_renders():
     for windows in (None, {"status": "insufficient_data", "model_id": None, "reasons": ["x"]}):
         result = {"decision": "insufficient_data", "reasons": ["x"], "windows": windows}
