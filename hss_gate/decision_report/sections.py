@@ -437,8 +437,8 @@ def window_drift(result: Mapping[str, Any]) -> WindowDrift | None:
         reason = drift.get("skipped") or "not measured"
         return WindowDrift(f"not measured: {reason}", None, None)
     drifted = [str(c) for c in drift.get("drifted_columns") or []]
-    columns = [  # dicts as Evidently's, or bare names
-        c if isinstance(c, Mapping) else {"column": c, "drifted": str(c) in drifted}
+    columns = [  # dicts as hss_gate.drift's, or bare names with methods and scores beside them
+        c if isinstance(c, Mapping) else _named_column(drift, str(c), drifted)
         for c in drift.get("columns") or []
     ]
     share = drift.get("share")
@@ -454,6 +454,18 @@ def window_drift(result: Mapping[str, Any]) -> WindowDrift | None:
         report if REPORT_NAME.fullmatch(report) else None,
         drift_table(columns) if columns else None,
     )
+
+
+def _named_column(drift: Mapping[str, Any], name: str, drifted: Sequence[str]) -> dict[str, Any]:
+    """A column the monitor's windows drift names bare: its verdict, and its method and score
+    from the drift's "methods" and "scores" (column -> value; "" and None when absent)."""
+    methods, scores = drift.get("methods"), drift.get("scores")
+    return {
+        "column": name,
+        "drifted": name in drifted,
+        "method": methods.get(name, "") if isinstance(methods, Mapping) else "",
+        "score": scores.get(name) if isinstance(scores, Mapping) else None,
+    }
 
 
 # ----------------------------------------------------------------- monitor: the floor

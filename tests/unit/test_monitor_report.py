@@ -264,6 +264,23 @@ def test_drift_columns_given_as_names_are_listed():
     assert "1 of 2 columns drifted" in monitor_markdown(result)
 
 
+def test_drift_columns_as_the_monitor_writes_them_show_their_method_and_score():
+    """The windows' drift names its columns bare, their methods and scores in maps beside them
+    (hss_gate/workflows/monitor.py windows_drift): the table shows them, not n/a."""
+    result = _result()
+    result["windows"]["drift"] |= {
+        "columns": ["live_consistency", "live_n_words"],
+        "methods": {"live_consistency": "K-S p_value", "live_n_words": "Z-test p_value"},
+        "scores": {"live_consistency": 0.001, "live_n_words": 0.42},
+    }
+    page = monitor_html(_stored(result))
+    assert (
+        '<tr class="fail"><td>live_consistency</td><td>drift</td><td>K-S p_value</td>'
+        "<td>0.001</td></tr>"
+    ) in page
+    assert "<tr><td>live_n_words</td><td>no drift</td><td>Z-test p_value</td><td>0.420</td>" in page
+
+
 def test_skipped_windows_drift_says_why():
     result = _result()
     result["windows"]["drift"] = {"skipped": "fewer than 30 samples in a window"}
