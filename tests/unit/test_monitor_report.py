@@ -15,10 +15,12 @@ import pytest
 from hss_gate import trend_plot
 from hss_gate.decision_report import FLAGGED_SHOWN, monitor_html, monitor_markdown
 from hss_gate.trend_plot import trend_line, trend_points, trend_svg
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit
 
 SVG = "{http://www.w3.org/2000/svg}"
+GOLDEN = REPO / "tests" / "golden" / "monitor"
 HOSTILE = "<script>alert('x')</script> & \"q\" | *b* [l](javascript:x)"
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -279,6 +281,19 @@ def test_drift_columns_as_the_monitor_writes_them_show_their_method_and_score():
         "<td>0.001</td></tr>"
     ) in page
     assert "<tr><td>live_n_words</td><td>no drift</td><td>Z-test p_value</td><td>0.420</td>" in page
+
+
+def test_the_served_golden_runs_window_drift_shows_every_columns_method_and_score():
+    """What `hss monitor --served-only` really writes (tests/golden/monitor/monitor.json): each
+    column of the windows' drift has its method and score in monitor.html, none n/a."""
+    result = json.loads((GOLDEN / "monitor.json").read_text("utf-8"))
+    page = monitor_html(result)
+    table = page.split("<h3>Evidently drift between the windows</h3>")[1].split("</table>")[0]
+    rows = re.findall(
+        r"<tr[^>]*><td>(\w+)</td><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td>", table
+    )
+    assert [name for name, _, _ in rows] == result["windows"]["drift"]["columns"]
+    assert all(method and score != "n/a" for _, method, score in rows), rows
 
 
 def test_skipped_windows_drift_says_why():
