@@ -499,6 +499,7 @@ def windows_drift(
         "drifted_columns": result.drifted_columns,
         "share": result.share,
         "methods": {c.column: c.method for c in result.columns},
+        "scores": {c.column: c.score for c in result.columns},
         "skipped": list(result.skipped),
     }
 

@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 
 from hss_gate.baseline import document_scores, score_metrics, with_strength_distances
-from hss_gate.decision_report import decision_html, decision_markdown, moved_most
+from hss_gate.decision_report import (
+    decision_html,
+    decision_markdown,
+    moved_most,
+    pull_request_comment,
+)
 from hss_gate.decision_rule import decide
 from hss_gate.errors import InputError
 from hss_gate.gate import error_decision
@@ -204,6 +209,15 @@ def test_reports_escape_document_text():
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "<img onerror" not in page
     assert "| HSS |" in decision_markdown(decision)
+
+
+def test_the_pull_request_comment_is_what_decision_md_holds():
+    """.github/workflows/gate.yml posts decision.md as the comment: one text, one renderer."""
+    prod = _docs([0.2, 0.4, 0.5])
+    decision = _decide(_docs([0.9, 0.4, 0.6], consistency=0.3), prod)
+    comment = pull_request_comment(decision)
+    assert comment == decision_markdown(decision)
+    assert comment.startswith("## hss-gate: ") and "**Why**" in comment
 
 
 def test_difference_bootstrap_matches_the_means():

@@ -15,10 +15,12 @@ import pytest
 from hss_gate import trend_plot
 from hss_gate.decision_report import FLAGGED_SHOWN, monitor_html, monitor_markdown
 from hss_gate.trend_plot import trend_line, trend_points, trend_svg
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit
 
 SVG = "{http://www.w3.org/2000/svg}"
+GOLDEN = REPO / "tests" / "golden" / "monitor"
 HOSTILE = "<script>alert('x')</script> & \"q\" | *b* [l](javascript:x)"
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -264,6 +266,36 @@ def test_drift_columns_given_as_names_are_listed():
     assert "1 of 2 columns drifted" in monitor_markdown(result)
 
 
+def test_drift_columns_as_the_monitor_writes_them_show_their_method_and_score():
+    """The windows' drift names its columns bare, their methods and scores in maps beside them
+    (hss_gate/workflows/monitor.py windows_drift): the table shows them, not n/a."""
+    result = _result()
+    result["windows"]["drift"] |= {
+        "columns": ["live_consistency", "live_n_words"],
+        "methods": {"live_consistency": "K-S p_value", "live_n_words": "Z-test p_value"},
+        "scores": {"live_consistency": 0.001, "live_n_words": 0.42},
+    }
+    page = monitor_html(_stored(result))
+    assert (
+        '<tr class="fail"><td>live_consistency</td><td>drift</td><td>K-S p_value</td>'
+        "<td>0.001</td></tr>"
+    ) in page
+    assert "<tr><td>live_n_words</td><td>no drift</td><td>Z-test p_value</td><td>0.420</td>" in page
+
+
+def test_the_served_golden_runs_window_drift_shows_every_columns_method_and_score():
+    """What `hss monitor --served-only` really writes (tests/golden/monitor/monitor.json): each
+    column of the windows' drift has its method and score in monitor.html, none n/a."""
+    result = json.loads((GOLDEN / "monitor.json").read_text("utf-8"))
+    page = monitor_html(result)
+    table = page.split("<h3>Evidently drift between the windows</h3>")[1].split("</table>")[0]
+    rows = re.findall(
+        r"<tr[^>]*><td>(\w+)</td><td>[^<]*</td><td>([^<]*)</td><td>([^<]*)</td>", table
+    )
+    assert [name for name, _, _ in rows] == result["windows"]["drift"]["columns"]
+    assert all(method and score != "n/a" for _, method, score in rows), rows
+
+
 def test_skipped_windows_drift_says_why():
     result = _result()
     result["windows"]["drift"] = {"skipped": "fewer than 30 samples in a window"}
@@ -293,6 +325,18 @@ def test_missing_window_keys_are_tolerated():
     md = monitor_markdown(result)
     assert "| x | n/a | n/a | n/a | n/a |  | blocking | no |" in md
     assert "| s |  | n/a | n/a / n/a / n/a |  | n/a | n/a / n/a / n/a | n/a |" in md
+
+
+def test_a_served_only_run_heads_the_served_model_id_a_full_run_the_deployed_model():
+    """--served-only judges the samples' model id (the windows'), not run.production_model."""
+    served = _stored(_result())
+    md, page = monitor_markdown(served), monitor_html(served)
+    assert "Served model `m2`, 3 recent samples from the store (served run abc)." in md
+    assert "<p>Served model <code>m2</code>; 3 samples; served run abc.</p>" in page
+    assert "gguf:smol" not in md and "gguf:smol" not in page
+    full = _stored(_result()) | {"kind": "full"}
+    assert "Deployed model `gguf:smol`, 3 recent samples" in monitor_markdown(full)
+    assert "<p>Deployed model <code>gguf:smol</code>; 3 samples" in monitor_html(full)
 
 
 def test_an_insufficient_run_without_windows_or_trend_renders():

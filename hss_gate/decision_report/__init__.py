@@ -1,0 +1,43 @@
+"""Readable reports of a gate decision and a monitor run, one module per format.
+
+- sections.py: what the reports say, section by section, before any format (the verdict's
+  words, numbers as text, each section's table, the flagged served samples); gate and monitor
+  share it.
+- markdown.py: the pull-request comment (decision.md, `pull_request_comment`) and monitor.md.
+- html_page.py: decision.html and monitor.html, every user text escaped.
+- junit.py: the gate as JUnit XML.
+
+The workflows call the renderers through this package (`decision_report.monitor_html(...)`).
+"""
+
+from __future__ import annotations
+
+from hss_gate.decision_report.html_page import LEGEND, decision_html, monitor_html
+from hss_gate.decision_report.junit import decision_junit
+from hss_gate.decision_report.markdown import (
+    decision_markdown,
+    monitor_markdown,
+    pull_request_comment,
+)
+from hss_gate.decision_report.sections import (
+    FLAGGED_SHOWN,
+    VERDICT,
+    flagged_samples,
+    headline,
+    moved_most,
+)
+
+__all__ = [
+    "FLAGGED_SHOWN",
+    "LEGEND",
+    "VERDICT",
+    "decision_html",
+    "decision_junit",
+    "decision_markdown",
+    "flagged_samples",
+    "headline",
+    "monitor_html",
+    "monitor_markdown",
+    "moved_most",
+    "pull_request_comment",
+]
