@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from hss_gate.consistency.features import SBERT_MAX_WORDS, long_units
 from hss_gate.consistency.novelty import with_words
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
-from hss_gate.embedding import Embedder, embed_cached, torch_threads
+from hss_gate.embedding import embed_cached, torch_threads
 from hss_gate.generation import BackgroundSummaries, summary_key
 from hss_gate.language import Token, looks_non_english
 from hss_gate.normalization import Normalization
@@ -32,30 +32,11 @@ from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupporte
 from hss_gate.summarizers.base import Summarizer, truncate_words
 from hss_gate.summary_checks import LengthPolicy, flag_shares, summary_flags
 
+if TYPE_CHECKING:  # the type only: the real models' loaders are not the engine's to import
+    from hss_gate.toolkit import Toolkit
+
 # bump when the perturbation algorithm changes: cached perturbations are keyed on it
 PERTURB_ALGORITHM = "perturb-v2"
-
-
-@dataclass
-class Toolkit:
-    """The models the engine uses besides the summarizer (all lazy)."""
-
-    tagger: Any
-    vectors: Any
-    lexicon: Any
-    embedder: Embedder
-    checker: Checker
-
-    @property
-    def perturb_fingerprint(self) -> str:
-        return "|".join(
-            [
-                self.tagger.fingerprint,
-                self.vectors.fingerprint,
-                self.lexicon.fingerprint,
-                self.embedder.fingerprint,
-            ]
-        )
 
 
 @dataclass
