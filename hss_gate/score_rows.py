@@ -1,8 +1,9 @@
 """The score tables' rows of a scored run: a document's summaries (the original's and its
 perturbed versions'), what the models measured in them (`Measures`) and the run's settings that
 turn measures into values (`Rules`) become the rows of documents.csv, perturbations.csv,
-summaries.jsonl and edits.jsonl (hss_gate/tables.py declares their columns). Pure: the engine
-(hss_gate/pipeline.py) measures, with its models and cache, and calls these."""
+summaries.jsonl and edits.jsonl (hss_gate/tables.py declares their columns, the builders of
+hss_gate/table_rows.py keep to them). Pure: the engine (hss_gate/pipeline.py) measures, with its
+models and cache, and calls these."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hss_gate import tables
+from hss_gate import table_rows, tables
 from hss_gate.consistency.checker import Verdict
 from hss_gate.corpus import Document
 from hss_gate.distance import wasserstein
@@ -100,7 +101,7 @@ def summary_signals(
 ) -> dict[str, Any]:
     """A summary's signals against `source`, the text its summarizer was given."""
     mentions = measures.mentions[summary]
-    return tables.signal_values(
+    return table_rows.signal_values(
         unsupported_share=round(unsupported_share(mentions, source), 6),
         unsupported="; ".join(unsupported_mentions(mentions, source)),
         novel_ngram_share=round(novel_ngram_share(summary, source, rules.ngram), 6),
@@ -125,7 +126,7 @@ def summary_rows(group: DocumentSummaries, measures: Measures, source: str) -> l
     for strength, index, summary, restored in found:
         verdict = measures.verdicts[(source, restored)]
         rows.append(
-            tables.summary_row(
+            table_rows.summary_row(
                 doc_id=group.doc.doc_id,
                 strength=strength,
                 index=index,
@@ -141,7 +142,7 @@ def summary_rows(group: DocumentSummaries, measures: Measures, source: str) -> l
 def edit_rows(doc: Document, version: PerturbedSummary) -> list[dict[str, Any]]:
     p = version.perturbation
     return [
-        tables.edit_row(doc_id=doc.doc_id, strength=p.strength, index=p.index, **asdict(e))
+        table_rows.edit_row(doc_id=doc.doc_id, strength=p.strength, index=p.index, **asdict(e))
         for e in p.edits
     ]
 
@@ -159,7 +160,7 @@ def perturbation_row(
     p, base, summary = version.perturbation, group.base, version.summary
     verdict = measures.verdicts[(source, version.restored)]
     mentions = measures.mentions[summary]
-    return tables.perturbation_row(
+    return table_rows.perturbation_row(
         doc_id=group.doc.doc_id,
         category=group.doc.category,
         strength=p.strength,
@@ -215,7 +216,7 @@ def document_row(
         normalized = _severity(doc, d_aware, d_raw, rules, warnings)
         mean_aware, mean_raw = float(np.mean(d_aware)), float(np.mean(d_raw))
         drop = round(float(np.mean(drops)), 6) if drops else 0.0
-    return tables.document_row(
+    return table_rows.document_row(
         doc_id=doc.doc_id,
         category=doc.category,
         tier=doc.tier,
@@ -232,7 +233,7 @@ def document_row(
 def _not_measured_severity() -> dict[str, Any]:
     """The normalized columns of a document whose HSS was not measured: NaN, never 0."""
     nan = float("nan")
-    return tables.normalized_values(
+    return table_rows.normalized_values(
         hss_aware=nan, hss_raw=nan, hss=nan, normalization_constant=nan, constant_source=""
     )
 
@@ -251,7 +252,7 @@ def _severity(
             "using the global one"
         )
     hss = {"aware": severity(d_aware, m_aware), "raw": severity(d_raw, m_raw)}
-    return tables.normalized_values(
+    return table_rows.normalized_values(
         hss_aware=hss["aware"],
         hss_raw=hss["raw"],
         hss=hss[rules.variant],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate import expectations, tables
+from hss_gate import expectations, table_rows, tables
 from hss_gate.cache import Cache
 from hss_gate.normalization import compute_normalization
 from hss_gate.pipeline import ScoreResult, score_documents
@@ -183,7 +183,7 @@ def test_the_columns_the_checks_require_are_declared():
 def test_a_row_builder_refuses_a_row_that_is_not_the_declared_one():
     base = dict.fromkeys(names(tables.SIGNAL_COLUMNS), 0)
     with pytest.raises(ValueError, match=r"missing \['consistency'\]"):
-        tables.document_row(
+        table_rows.document_row(
             doc_id="a",
             category="news",
             tier="t",
