@@ -20,10 +20,11 @@ from prefect.cache_policies import NO_CACHE
 
 from hss_gate.corpus import Document
 from hss_gate.normalization import Normalization
-from hss_gate.pipeline import ScoreResult, Toolkit
+from hss_gate.pipeline import ScoreResult
 from hss_gate.progress import Progress, no_progress
 from hss_gate.runner import LocalRunner
 from hss_gate.settings import HssSettings
+from hss_gate.toolkit import Toolkit
 
 DEFAULT_CHUNK_SIZE = 4
 """Documents per chunk on an existing Dask cluster when neither workers nor chunk_size is set."""

@@ -11,8 +11,7 @@ from hss_gate.errors import InputError
 from hss_gate.normalization import Normalization
 from hss_gate.settings import GateSettings
 from hss_gate.severity import severity
-
-REQUIRED_PERTURBATION_COLUMNS = ("doc_id", "category", "distance_aware", "distance_raw")
+from hss_gate.tables import REFERENCE_PERTURBATION_COLUMNS
 
 
 def document_scores(
@@ -22,7 +21,7 @@ def document_scores(
     variant: str = "aware",
 ) -> pd.DataFrame:
     """The documents table of a reference run with its HSS (from the perturbation distances)."""
-    missing = [c for c in REQUIRED_PERTURBATION_COLUMNS if c not in perturbations]
+    missing = [c for c in REFERENCE_PERTURBATION_COLUMNS if c not in perturbations]
     if missing:
         raise InputError(f"reference perturbations table lacks columns {missing}")
     rows = []

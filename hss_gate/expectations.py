@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hss_gate import tables
 from hss_gate.gate_checks import (
     CATEGORIES,
     DOCUMENTS,
@@ -38,78 +39,32 @@ from hss_gate.gate_checks import (
     monitor_checks,
     served_checks,
 )
-from hss_gate.summary_checks import FLAGS
+from hss_gate.tables import HSS_DOCUMENT_COLUMNS, LIVE_UNKNOWN_COLUMNS, Column, picked
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from hss_gate.settings import GateSettings
 
-# Required columns of each score table, with their value ranges: (min, max); None = unbounded.
-# "bool" columns are validated as 0/1 after a cast to float.
-DOCUMENT_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
-    "doc_id": None,
-    "category": None,
-    "tier": None,
-    "hss": (0.0, 1.0),
-    "hss_aware": (0.0, 1.0),
-    "hss_raw": (0.0, 1.0),
-    "mean_distance": (0.0, None),
-    "mean_distance_aware": (0.0, None),
-    "mean_distance_raw": (0.0, None),
-    "n_perturbations": (1, None),
-    "base_unsupported_share": (0.0, 1.0),
-    "base_novel_ngram_share": (0.0, 1.0),
-    "base_truncated": "bool",
-    "base_empty": "bool",
-    "base_n_words": (0, None),
-    "base_n_sentences": (0, None),
-    "base_consistency": (0.0, 1.0),
-    "base_low_consistency": "bool",
-    "base_near_empty": "bool",
-    "base_copies_source": "bool",
-    "base_overlong": "bool",
-    "base_other_language": "bool",
-}
-OPTIONAL_DOCUMENT_COLUMNS: dict[str, tuple[float | None, float | None]] = {
-    "attribution_instability": (0.0, 2.0),
-}
-PERTURBATION_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
-    "doc_id": None,
-    "category": None,
-    "strength": None,
-    "index": (0, None),
-    "distance": (0.0, None),
-    "distance_aware": (0.0, None),
-    "distance_raw": (0.0, None),
-    "share": (0.0, 1.0),
-    "n_edits": (0, None),
-    "reached": "bool",
-}
-CATEGORY_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
-    "category": None,
-    "candidate_hss": (0.0, 1.0),
-    "production_hss": (0.0, 1.0),
-    "delta": (-1.0, 1.0),
-    "n": (1, None),
-}
-# The signals of the summaries production served (the monitor's served-summary checks).
-SERVED_COLUMNS: dict[str, tuple[float | None, float | None] | str | None] = {
-    "doc_id": None,
-    "live_consistency": (0.0, 1.0),
-    "live_low_consistency": "bool",
-    "live_unsupported_share": (0.0, 1.0),
-    "live_truncated": "bool",
-    "live_n_words": (0, None),
-    **{f"live_{flag}": "bool" for flag in FLAGS},
-}
-# The document columns measured from the perturbed summaries: NaN when HSS is not measured.
-HSS_DOCUMENT_COLUMNS = frozenset(
-    {"hss", "hss_aware", "hss_raw", "mean_distance", "mean_distance_aware"}
-    | {"mean_distance_raw", "n_perturbations"}
-)
-# Live traffic has no meaningful category or tier: the monitor does not require them.
-MONITOR_SKIPPED_COLUMNS = frozenset({"category", "tier"})
+
+def _rule(column: Column) -> ColumnRule:
+    """A declared column's rule in a table schema: "bool" (0/1 after a cast to float) for a bool
+    column, else its bounds (None: only present and not null)."""
+    return "bool" if column.dtype == "bool" else column.bounds
+
+
+def _rules(columns: Sequence[Column], checked: Sequence[str]) -> dict[str, ColumnRule]:
+    """The rules of the `checked` columns, in that order."""
+    return {c.name: _rule(c) for c in picked(columns, checked)}
+
+
+# The rules of the columns the checks require, per table, in the order they are checked: the
+# columns, their ranges and which are required are declared in hss_gate/tables.py.
+DOCUMENT_RULES = _rules(tables.DOCUMENT_COLUMNS, tables.CHECKED_DOCUMENT_COLUMNS)
+OPTIONAL_DOCUMENT_RULES = {c.name: _rule(c) for c in tables.DOCUMENT_COLUMNS if c.optional}
+PERTURBATION_RULES = _rules(tables.PERTURBATION_COLUMNS, tables.CHECKED_PERTURBATION_COLUMNS)
+CATEGORY_RULES = _rules(tables.CATEGORY_COLUMNS, tables.CHECKED_CATEGORY_COLUMNS)
+SERVED_RULES = _rules(tables.SERVED_COLUMNS, tables.CHECKED_SERVED_COLUMNS)
 
 _DOCS_SITE = "hss_gate"
 
@@ -227,11 +182,11 @@ def to_expectation(check: Check) -> ExpectationSpec:
 def _document_columns(
     optional_columns: Collection[str], skip: Collection[str] = ()
 ) -> dict[str, ColumnRule]:
-    unknown = set(optional_columns) - set(OPTIONAL_DOCUMENT_COLUMNS)
+    unknown = set(optional_columns) - set(OPTIONAL_DOCUMENT_RULES)
     if unknown:
         raise ValueError(f"unknown optional columns: {sorted(unknown)}")
-    columns = {c: r for c, r in DOCUMENT_COLUMNS.items() if c not in skip}
-    columns.update({c: r for c, r in OPTIONAL_DOCUMENT_COLUMNS.items() if c in optional_columns})
+    columns = {c: r for c, r in DOCUMENT_RULES.items() if c not in skip}
+    columns.update({c: r for c, r in OPTIONAL_DOCUMENT_RULES.items() if c in optional_columns})
     return columns
 
 
@@ -260,8 +215,8 @@ def gate_expectations(
     skip = () if hss_measured else HSS_DOCUMENT_COLUMNS
     schema = {
         DOCUMENTS: _document_columns(optional_columns, skip),
-        PERTURBATIONS: PERTURBATION_COLUMNS,
-        CATEGORIES: CATEGORY_COLUMNS,
+        PERTURBATIONS: PERTURBATION_RULES,
+        CATEGORIES: CATEGORY_RULES,
     }
     checks = gate_checks(
         gate,
@@ -284,7 +239,7 @@ def monitor_expectations(
     No categories table and no category coverage (live traffic has no known categories);
     `category` and `tier` are not required.
     """
-    columns = _document_columns(optional_columns, MONITOR_SKIPPED_COLUMNS)
+    columns = _document_columns(optional_columns, LIVE_UNKNOWN_COLUMNS)
     checks = monitor_checks(
         gate, columns=columns, n_documents=n_documents, optional_columns=optional_columns
     )
@@ -294,7 +249,7 @@ def monitor_expectations(
 def served_expectations(gate: GateSettings, *, n_documents: int) -> list[ExpectationSpec]:
     """The served summaries' checks (`hss monitor`, also `--served-only`): data quality of
     their signals and whether they are summaries at all (empty, copies, overlong, foreign)."""
-    checks = served_checks(gate, columns=SERVED_COLUMNS, n_documents=n_documents)
+    checks = served_checks(gate, columns=SERVED_RULES, n_documents=n_documents)
     return [to_expectation(c) for c in checks]
 
 

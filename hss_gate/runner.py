@@ -11,9 +11,10 @@ from hss_gate import __version__
 from hss_gate.cache import Cache
 from hss_gate.corpus import Document
 from hss_gate.normalization import Normalization
-from hss_gate.pipeline import ScoreResult, Toolkit, score_documents
+from hss_gate.pipeline import ScoreResult, score_documents
 from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import HssSettings
+from hss_gate.toolkit import Toolkit
 
 
 def score_model(

@@ -1,14 +1,21 @@
-"""The score tables' columns, declared once, and the builders of their rows.
+"""The score tables' columns, declared once.
 
 A scoring run writes four tables (`report.write_outputs`): documents.csv (one row a document),
 perturbations.csv (one row a perturbed version), summaries.jsonl (one row a summary: the
 original's, then each perturbed version's) and edits.jsonl (one row a swap). Every column of them
-is declared here with its type, what it means and what produces it; the row builders return
-exactly the declared columns, in the declared order (the order of the files' columns).
+is declared here with its type, what it means and what produces it; the row builders
+(hss_gate/table_rows.py) return exactly the declared columns, in the declared order (the order of
+the files' columns).
 
 A summary's signals (facts, form, consistency) are declared once in `SIGNAL_COLUMNS` and appear
 twice: with `base_` in the documents table (the original's summary) and with `summary_` in the
-perturbations table (the perturbed version's summary).
+perturbations table (the perturbed version's summary); a third time with `live_` in the monitor's
+table of served summaries (`SERVED_COLUMNS`).
+
+The tables the checks read beside the score tables are declared here too: the gate's categories
+table (`CATEGORY_COLUMNS`) and the served summaries' (`SERVED_COLUMNS`). A column's `bounds` is
+the range of its values; which columns the checks require, in the order they are checked, is
+`CHECKED_DOCUMENT_COLUMNS` and its siblings (hss_gate/expectations.py reads them).
 
 Foundations floor: nothing from hss_gate is imported here.
 """
@@ -16,7 +23,7 @@ Foundations floor: nothing from hss_gate is imported here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -27,6 +34,9 @@ CHANGELOG.md entry) when a column is added, renamed or removed or changes its me
 Dtype = Literal["str", "int", "float", "bool", "list[str]", "json"]
 """`json`: a JSON text inside a CSV cell; `list[str]`: a JSON list in a JSONL row."""
 
+Bounds = tuple[float | None, float | None]
+"""A column's value range (min, max); None: that side is unbounded."""
+
 
 @dataclass(frozen=True)
 class Column:
@@ -35,7 +45,9 @@ class Column:
     `producer` names the module whose result fills it. `optional`: the scoring run does not
     write it; a table may carry it when its producer has run (the checks use it when present).
     `normalized`: written only when the run has normalization constants (the baseline's
-    reference run has none, so its documents table has no HSS)."""
+    reference run has none, so its documents table has no HSS). `bounds`: the range its values
+    lie in, which the checks hold it to when they require it (a bool column is 0/1 without
+    bounds; None: no range)."""
 
     name: str
     dtype: Dtype
@@ -43,6 +55,7 @@ class Column:
     producer: str
     optional: bool = False
     normalized: bool = False
+    bounds: Bounds | None = None
 
 
 def names(columns: Iterable[Column]) -> tuple[str, ...]:
@@ -60,6 +73,12 @@ def written(columns: Iterable[Column], normalized: bool) -> tuple[Column, ...]:
     return tuple(c for c in columns if not c.optional and (normalized or not c.normalized))
 
 
+def picked(columns: Iterable[Column], chosen: Iterable[str]) -> tuple[Column, ...]:
+    """The `chosen` columns, in the order they are named (a name not declared: KeyError)."""
+    by_name = {c.name: c for c in columns}
+    return tuple(by_name[name] for name in chosen)
+
+
 # ---------------------------------------------------------------------------------------------
 # The declarations
 # ---------------------------------------------------------------------------------------------
@@ -70,6 +89,7 @@ SIGNAL_COLUMNS: tuple[Column, ...] = (
         "float",
         "share of the summary's entity and number mentions the source does not support",
         "signals",
+        bounds=(0.0, 1.0),
     ),
     Column("unsupported", "str", "those unsupported mentions, joined by '; '", "signals"),
     Column(
@@ -77,11 +97,12 @@ SIGNAL_COLUMNS: tuple[Column, ...] = (
         "float",
         "share of the summary's n-grams (score.ngram) absent from the source: 0 = copying",
         "signals",
+        bounds=(0.0, 1.0),
     ),
     Column("truncated", "bool", "the summary ends mid-sentence", "sentences"),
     Column("empty", "bool", "the summary is empty or whitespace", "pipeline"),
-    Column("n_sentences", "int", "sentences in the summary", "sentences"),
-    Column("n_words", "int", "whitespace words in the summary", "pipeline"),
+    Column("n_sentences", "int", "sentences in the summary", "sentences", bounds=(0, None)),
+    Column("n_words", "int", "whitespace words in the summary", "pipeline", bounds=(0, None)),
     Column(
         "near_empty",
         "bool",
@@ -102,7 +123,13 @@ SIGNAL_COLUMNS: tuple[Column, ...] = (
         "summary_checks",
     ),
     Column("length_ratio", "float", "summary words / source words", "summary_checks"),
-    Column("consistency", "float", "the consistency checker's score of the summary", "consistency"),
+    Column(
+        "consistency",
+        "float",
+        "the consistency checker's score of the summary",
+        "consistency",
+        bounds=(0.0, 1.0),
+    ),
     Column(
         "low_consistency",
         "bool",
@@ -131,14 +158,23 @@ DOCUMENT_COLUMNS: tuple[Column, ...] = (
         "HSS from the perturbation-aware distances",
         "severity",
         normalized=True,
+        bounds=(0.0, 1.0),
     ),
-    Column("hss_raw", "float", "HSS from the raw distances", "severity", normalized=True),
+    Column(
+        "hss_raw",
+        "float",
+        "HSS from the raw distances",
+        "severity",
+        normalized=True,
+        bounds=(0.0, 1.0),
+    ),
     Column(
         "hss",
         "float",
         "HSS of the configured variant (score.perturbation_aware)",
         "severity",
         normalized=True,
+        bounds=(0.0, 1.0),
     ),
     Column(
         "normalization_constant",
@@ -159,10 +195,17 @@ DOCUMENT_COLUMNS: tuple[Column, ...] = (
         "float",
         "mean distance of the configured variant over the perturbations",
         "distance",
+        bounds=(0.0, None),
     ),
-    Column("mean_distance_aware", "float", "mean perturbation-aware distance", "distance"),
-    Column("mean_distance_raw", "float", "mean raw distance", "distance"),
-    Column("n_perturbations", "int", "perturbed versions scored", "perturb"),
+    Column(
+        "mean_distance_aware",
+        "float",
+        "mean perturbation-aware distance",
+        "distance",
+        bounds=(0.0, None),
+    ),
+    Column("mean_distance_raw", "float", "mean raw distance", "distance", bounds=(0.0, None)),
+    Column("n_perturbations", "int", "perturbed versions scored", "perturb", bounds=(1, None)),
     *prefixed("base_", SIGNAL_COLUMNS),
     Column(
         "consistency_drop_mean",
@@ -177,6 +220,7 @@ DOCUMENT_COLUMNS: tuple[Column, ...] = (
         "perturbation (gate.attribution_documents; NaN where not explained)",
         "attribution",
         optional=True,
+        bounds=(0.0, 2.0),
     ),
 )
 
@@ -184,22 +228,36 @@ PERTURBATION_COLUMNS: tuple[Column, ...] = (
     Column("doc_id", "str", "the document's id in the corpus", "corpus"),
     Column("category", "str", "its category", "corpus"),
     Column("strength", "str", "the perturbation strength (a band of perturb.strengths)", "perturb"),
-    Column("index", "int", "which perturbation of that strength (0 .. perturb.k - 1)", "perturb"),
+    Column(
+        "index",
+        "int",
+        "which perturbation of that strength (0 .. perturb.k - 1)",
+        "perturb",
+        bounds=(0, None),
+    ),
     Column(
         "distance",
         "float",
         "distance of the configured variant (score.perturbation_aware)",
         "distance",
+        bounds=(0.0, None),
     ),
     Column(
         "distance_aware",
         "float",
         "Wasserstein distance of the summaries, swapped words mapped back first",
         "distance",
+        bounds=(0.0, None),
     ),
-    Column("distance_raw", "float", "Wasserstein distance of the summaries as written", "distance"),
-    Column("share", "float", "share of the document's words swapped", "perturb"),
-    Column("n_edits", "int", "words swapped", "perturb"),
+    Column(
+        "distance_raw",
+        "float",
+        "Wasserstein distance of the summaries as written",
+        "distance",
+        bounds=(0.0, None),
+    ),
+    Column("share", "float", "share of the document's words swapped", "perturb", bounds=(0.0, 1.0)),
+    Column("n_edits", "int", "words swapped", "perturb", bounds=(0, None)),
     Column("n_words", "int", "words of the document that could count (the ones read)", "perturb"),
     Column("band_low", "float", "the strength's lowest share", "perturb"),
     Column("band_high", "float", "the strength's highest share", "perturb"),
@@ -271,6 +329,140 @@ OPTIONAL_COLUMNS: tuple[str, ...] = names(
 )
 """Columns the scoring run does not write; the checks use them when a table has them."""
 
+REFERENCE_PERTURBATION_COLUMNS: tuple[str, ...] = (
+    "doc_id",
+    "category",
+    "distance_aware",
+    "distance_raw",
+)
+"""The perturbations columns a reference run's HSS is computed from (baseline.document_scores)."""
+
+HSS_DOCUMENT_COLUMNS: frozenset[str] = frozenset(
+    {"hss", "hss_aware", "hss_raw", "mean_distance", "mean_distance_aware"}
+    | {"mean_distance_raw", "n_perturbations"}
+)
+"""The documents columns measured from the perturbed summaries: NaN when HSS is not measured."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The tables the checks read beside the score tables
+# ---------------------------------------------------------------------------------------------
+
+CATEGORY_COLUMNS: tuple[Column, ...] = (
+    Column("category", "str", "a category of the paired documents", "gate"),
+    Column(
+        "candidate_hss",
+        "float",
+        "the candidate's mean HSS on the category's documents",
+        "gate",
+        bounds=(0.0, 1.0),
+    ),
+    Column(
+        "production_hss",
+        "float",
+        "production's mean HSS on the same documents",
+        "gate",
+        bounds=(0.0, 1.0),
+    ),
+    Column("delta", "float", "candidate_hss - production_hss", "gate", bounds=(-1.0, 1.0)),
+    Column("n", "int", "the category's paired documents", "gate", bounds=(1, None)),
+)
+"""The gate's categories table: one row a category (gate.compare's `categories`)."""
+
+SERVED_COLUMNS: tuple[Column, ...] = (
+    Column("doc_id", "str", "the served sample's sample_id", "samples"),
+    Column("model_id", "str", "the model id that served it", "samples"),
+    Column("timestamp", "str", "when it was served (ISO 8601, UTC)", "samples"),
+    *prefixed(
+        "live_",
+        picked(
+            SIGNAL_COLUMNS,
+            (
+                "consistency",
+                "low_consistency",
+                "unsupported_sentences",
+                "unsupported_share",
+                "unsupported",
+                "novel_ngram_share",
+                "truncated",
+                "n_words",
+                "near_empty",
+                "copies_source",
+                "overlong",
+                "other_language",
+                "length_ratio",
+            ),
+        ),
+    ),
+)
+"""The monitor's table of the summaries production served (monitor.live_summary_signals): one
+row a sample, its summary's signals against its document."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The columns the checks require (hss_gate/expectations.py), in the order they are checked
+# ---------------------------------------------------------------------------------------------
+
+CHECKED_DOCUMENT_COLUMNS: tuple[str, ...] = (
+    "doc_id",
+    "category",
+    "tier",
+    "hss",
+    "hss_aware",
+    "hss_raw",
+    "mean_distance",
+    "mean_distance_aware",
+    "mean_distance_raw",
+    "n_perturbations",
+    "base_unsupported_share",
+    "base_novel_ngram_share",
+    "base_truncated",
+    "base_empty",
+    "base_n_words",
+    "base_n_sentences",
+    "base_consistency",
+    "base_low_consistency",
+    "base_near_empty",
+    "base_copies_source",
+    "base_overlong",
+    "base_other_language",
+)
+"""The documents columns every scored table must have (the optional ones are checked when a
+table has them)."""
+
+CHECKED_PERTURBATION_COLUMNS: tuple[str, ...] = (
+    "doc_id",
+    "category",
+    "strength",
+    "index",
+    "distance",
+    "distance_aware",
+    "distance_raw",
+    "share",
+    "n_edits",
+    "reached",
+)
+
+CHECKED_CATEGORY_COLUMNS: tuple[str, ...] = names(CATEGORY_COLUMNS)
+
+CHECKED_SERVED_COLUMNS: tuple[str, ...] = (
+    "doc_id",
+    "live_consistency",
+    "live_low_consistency",
+    "live_unsupported_share",
+    "live_truncated",
+    "live_n_words",
+    "live_near_empty",
+    "live_copies_source",
+    "live_overlong",
+    "live_other_language",
+)
+"""The served summaries' signals the monitor's served-summary checks require."""
+
+LIVE_UNKNOWN_COLUMNS: frozenset[str] = frozenset({"category", "tier"})
+"""Documents columns live traffic has no meaningful value for: the monitor does not require
+them."""
+
 
 # ---------------------------------------------------------------------------------------------
 # The `unsupported_sentences` cell (SIGNAL_COLUMNS), written and read here only
@@ -308,145 +500,3 @@ def unsupported_evidence(value: Any) -> list[Evidence]:
             continue
         out.append((str(entry[0]), str(entry[1]), tuple(str(w) for w in found)))
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Row builders: exactly the declared columns, in the declared order
-# ---------------------------------------------------------------------------------------------
-
-
-def _row(columns: Iterable[Column], values: Mapping[str, Any]) -> dict[str, Any]:
-    """`values` in the order of `columns`; a value missing or undeclared is a ValueError."""
-    order = names(columns)
-    missing, extra = set(order) - set(values), set(values) - set(order)
-    if missing or extra:
-        raise ValueError(
-            f"row does not match the declared columns: missing {sorted(missing)}, "
-            f"undeclared {sorted(extra)}"
-        )
-    return {name: values[name] for name in order}
-
-
-def signal_values(
-    *,
-    unsupported_share: float,
-    unsupported: str,
-    novel_ngram_share: float,
-    truncated: bool,
-    empty: bool,
-    n_sentences: int,
-    n_words: int,
-    near_empty: bool,
-    copies_source: bool,
-    overlong: bool,
-    other_language: bool,
-    length_ratio: float,
-    consistency: float,
-    low_consistency: bool,
-    unsupported_sentences: str,
-) -> dict[str, Any]:
-    """One summary's signals (`SIGNAL_COLUMNS`, without a prefix)."""
-    return _row(SIGNAL_COLUMNS, locals())
-
-
-def _with_prefix(prefix: str, signals: Mapping[str, Any]) -> dict[str, Any]:
-    return {f"{prefix}{name}": value for name, value in _row(SIGNAL_COLUMNS, signals).items()}
-
-
-def document_row(
-    *,
-    doc_id: str,
-    category: str,
-    tier: str,
-    normalized: Mapping[str, Any] | None,
-    mean_distance: float,
-    mean_distance_aware: float,
-    mean_distance_raw: float,
-    n_perturbations: int,
-    base: Mapping[str, Any],
-    consistency_drop_mean: float,
-) -> dict[str, Any]:
-    """One documents.csv row. `normalized`: the columns declared `normalized` (hss, ...), None
-    when the run has no normalization constants; `base`: the original's summary's signals."""
-    values = {
-        "doc_id": doc_id,
-        "category": category,
-        "tier": tier,
-        **(normalized or {}),
-        "mean_distance": mean_distance,
-        "mean_distance_aware": mean_distance_aware,
-        "mean_distance_raw": mean_distance_raw,
-        "n_perturbations": n_perturbations,
-        **_with_prefix("base_", base),
-        "consistency_drop_mean": consistency_drop_mean,
-    }
-    return _row(written(DOCUMENT_COLUMNS, normalized is not None), values)
-
-
-def normalized_values(
-    *,
-    hss_aware: float,
-    hss_raw: float,
-    hss: float,
-    normalization_constant: float,
-    constant_source: str,
-) -> dict[str, Any]:
-    """The documents.csv columns that only a run with normalization constants writes."""
-    return _row((c for c in DOCUMENT_COLUMNS if c.normalized), locals())
-
-
-def perturbation_row(
-    *,
-    doc_id: str,
-    category: str,
-    strength: str,
-    index: int,
-    distance: float,
-    distance_aware: float,
-    distance_raw: float,
-    share: float,
-    n_edits: int,
-    n_words: int,
-    band_low: float,
-    band_high: float,
-    reached: bool,
-    note: str,
-    mentions_not_in_base_summary: float,
-    mentions_unsupported_by_source_or_base: float,
-    summary: Mapping[str, Any],
-    consistency_drop: float,
-) -> dict[str, Any]:
-    """One perturbations.csv row; `summary`: the perturbed version's summary's signals."""
-    values = dict(locals())
-    values |= _with_prefix("summary_", values.pop("summary"))
-    return _row(written(PERTURBATION_COLUMNS, normalized=False), values)
-
-
-def summary_row(
-    *,
-    doc_id: str,
-    strength: str,
-    index: int,
-    summary: str,
-    restored: str,
-    consistency: float,
-    unsupported_sentences: list[str],
-) -> dict[str, Any]:
-    """One summaries.jsonl row."""
-    return _row(SUMMARY_COLUMNS, locals())
-
-
-def edit_row(
-    *,
-    doc_id: str,
-    strength: str,
-    index: int,
-    position: int,
-    char_start: int,
-    original: str,
-    replacement: str,
-    word_cosine: float,
-    sentence_similarity: float,
-) -> dict[str, Any]:
-    """One edits.jsonl row: a swap of one perturbed version."""
-    return _row(EDIT_COLUMNS, locals())

@@ -1,12 +1,38 @@
-"""Build the real models once per process (lazy: nothing loads until first use)."""
+"""The models the engine uses besides the summarizer (`Toolkit`), and the real ones built once
+per process (`real_toolkit`; lazy: nothing loads until first use)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
-from hss_gate.embedding import SbertEmbedder
+from hss_gate.consistency.checker import Checker
+from hss_gate.embedding import Embedder, SbertEmbedder
 from hss_gate.language import SpacyTagger
 from hss_gate.settings import ConsistencySettings, HssSettings
+
+
+@dataclass
+class Toolkit:
+    """The models the engine uses besides the summarizer (all lazy)."""
+
+    tagger: Any
+    vectors: Any
+    lexicon: Any
+    embedder: Embedder
+    checker: Checker
+
+    @property
+    def perturb_fingerprint(self) -> str:
+        return "|".join(
+            [
+                self.tagger.fingerprint,
+                self.vectors.fingerprint,
+                self.lexicon.fingerprint,
+                self.embedder.fingerprint,
+            ]
+        )
 
 
 class LazyVectors:
@@ -89,10 +115,8 @@ class LazyChecker:
         return self._checker.check(pairs)
 
 
-def real_toolkit(settings: HssSettings):
+def real_toolkit(settings: HssSettings) -> Toolkit:
     """spaCy, word vectors, WordNet, SBERT and the consistency checker as configured."""
-    from hss_gate.pipeline import Toolkit
-
     embedder = SbertEmbedder(settings.score.embedder)
     return Toolkit(
         tagger=SpacyTagger(),

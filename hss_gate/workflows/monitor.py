@@ -40,12 +40,12 @@ from hss_gate.monitor import (
     served_rises,
     severity_rise,
 )
-from hss_gate.pipeline import Toolkit
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
 from hss_gate.settings import GateSettings, HssSettings, MonitorSettings, ScoreSettings
 from hss_gate.summary_checks import LengthPolicy
 from hss_gate.tables import OPTIONAL_COLUMNS
+from hss_gate.toolkit import Toolkit
 from hss_gate.workflows.shared import as_floats, score_drift, score_frame, validate_tables
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Say, Steps, silent
 

@@ -18,8 +18,9 @@ from hss_gate.progress import Progress, no_progress
 if TYPE_CHECKING:  # the ModelRunner protocol's types only: running a step imports no engine
     from hss_gate.corpus import Document
     from hss_gate.normalization import Normalization
-    from hss_gate.pipeline import ScoreResult, Toolkit
+    from hss_gate.pipeline import ScoreResult
     from hss_gate.settings import HssSettings
+    from hss_gate.toolkit import Toolkit
 
 T = TypeVar("T")
 

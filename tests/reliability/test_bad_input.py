@@ -40,11 +40,12 @@ from hss_gate.embedding import HashingEmbedder
 from hss_gate.errors import ModelError
 from hss_gate.inputs import load_corpus, load_normalization
 from hss_gate.model_store import EmbeddedModel, WeightFile, Wheel
-from hss_gate.pipeline import Toolkit, score_documents
+from hss_gate.pipeline import score_documents
 from hss_gate.samples import SampleStore
 from hss_gate.settings import GenerateSettings
 from hss_gate.summarizers import openai as openai_module
 from hss_gate.summarizers.base import FakeSummarizer
+from hss_gate.toolkit import Toolkit
 from tests.conftest import REPO, FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 

@@ -344,7 +344,7 @@ def test_through_gate_runs_the_real_gate_on_every_pair_with_one_cache(tmp_path, 
     blocked by the gate's not-summarizing check, which the function-level rule does not have;
     every summary checked once for the function-level rule and the 12 gate runs together."""
     from hss_gate.embedding import HashingEmbedder
-    from hss_gate.pipeline import Toolkit
+    from hss_gate.toolkit import Toolkit
     from tests.conftest import REPO, FakeTagger
     from tests.unit.test_perturb import LEXICON, VECTORS
 

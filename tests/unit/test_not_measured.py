@@ -21,12 +21,14 @@ from hss_gate.corpus import Document
 from hss_gate.decision_rule import decide
 from hss_gate.embedding import HashingEmbedder
 from hss_gate.errors import InputError
-from hss_gate.expectations import HSS_DOCUMENT_COLUMNS, gate_expectations
+from hss_gate.expectations import gate_expectations
 from hss_gate.inputs import load_normalization
 from hss_gate.paired_comparison import compare
-from hss_gate.pipeline import Toolkit, make_perturbations, score_documents
+from hss_gate.pipeline import make_perturbations, score_documents
 from hss_gate.settings import GateSettings, HssSettings, PerturbSettings
 from hss_gate.summarizers.stored import StoredSummarizer, pair_documents, perturbed_id
+from hss_gate.tables import HSS_DOCUMENT_COLUMNS
+from hss_gate.toolkit import Toolkit
 from hss_gate.workflows.gate import paired_documents
 from tests.conftest import REPO, FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS

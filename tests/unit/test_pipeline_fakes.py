@@ -8,9 +8,10 @@ from hss_gate.embedding import HashingEmbedder
 from hss_gate.inputs import load_normalization
 from hss_gate.io import write_json_atomic
 from hss_gate.normalization import compute_normalization
-from hss_gate.pipeline import Toolkit, score_documents, summarize_cached
+from hss_gate.pipeline import score_documents, summarize_cached
 from hss_gate.settings import HssSettings, PerturbSettings
 from hss_gate.summarizers.base import FakeSummarizer
+from hss_gate.toolkit import Toolkit
 from tests.conftest import FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import csv
 import json
+from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from hss_gate import expectations, tables
+from hss_gate import expectations, table_rows, tables
 from hss_gate.cache import Cache
+from hss_gate.gate import compare
+from hss_gate.monitor import live_summary_signals
 from hss_gate.normalization import compute_normalization
 from hss_gate.pipeline import ScoreResult, score_documents
 from hss_gate.report import write_outputs
 from hss_gate.settings import GateSettings, MonitorSettings, PerturbSettings
 from hss_gate.summarizers.base import FakeSummarizer
-from hss_gate.summary_checks import FLAGS
+from hss_gate.summary_checks import FLAGS, LengthPolicy
 from hss_gate.tables import (
     DOCUMENT_COLUMNS,
     EDIT_COLUMNS,
@@ -25,6 +29,7 @@ from hss_gate.tables import (
     names,
     written,
 )
+from tests.conftest import FakeChecker
 from tests.unit.test_pipeline_fakes import DOCS, _settings, _toolkit
 
 pytestmark = pytest.mark.unit
@@ -170,20 +175,45 @@ def test_optional_columns_are_declared_with_a_producer():
 def test_the_columns_the_checks_require_are_declared():
     """expectations.py's column ranges name declared columns (of the same kind)."""
     declared = {c.name: c for c in DOCUMENT_COLUMNS}
-    for name in expectations.DOCUMENT_COLUMNS:
+    for name in expectations.DOCUMENT_RULES:
         assert name in declared and not declared[name].optional, name
-    for name in expectations.OPTIONAL_DOCUMENT_COLUMNS:
+    for name in expectations.OPTIONAL_DOCUMENT_RULES:
         assert name in declared and declared[name].optional, name
-    assert set(expectations.PERTURBATION_COLUMNS) <= set(names(PERTURBATION_COLUMNS))
+    assert set(expectations.PERTURBATION_RULES) <= set(names(PERTURBATION_COLUMNS))
     bools = {c.name for c in (*DOCUMENT_COLUMNS, *PERTURBATION_COLUMNS) if c.dtype == "bool"}
-    checked = {**expectations.DOCUMENT_COLUMNS, **expectations.PERTURBATION_COLUMNS}
+    checked = {**expectations.DOCUMENT_RULES, **expectations.PERTURBATION_RULES}
     assert {n for n, kind in checked.items() if kind == "bool"} <= bools
+
+
+def test_the_tables_the_checks_read_beside_the_score_tables_are_the_declared_ones(tmp_path):
+    """The gate's categories rows (gate.compare) and the monitor's served rows
+    (monitor.live_summary_signals) have exactly the columns tables.py declares for them."""
+    documents = _scored(tmp_path, normalized=True).documents
+    categories = compare(documents, documents, resamples=100)["categories"]
+    assert categories and {tuple(row) for row in categories} == {names(tables.CATEGORY_COLUMNS)}
+    sample = SimpleNamespace(
+        sample_id="s1",
+        document=DOCS[0].text,
+        summary="A short summary.",
+        model_id="m",
+        timestamp=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    verdicts = FakeChecker().check([(sample.document, sample.summary)])
+    served = live_summary_signals([sample], [[]], verdicts, 3, LengthPolicy(60, 0.1, 3.0, 0.8), 0.5)
+    assert tuple(served[0]) == names(tables.SERVED_COLUMNS)
+    for checked, columns in (
+        (tables.CHECKED_DOCUMENT_COLUMNS, DOCUMENT_COLUMNS),
+        (tables.CHECKED_PERTURBATION_COLUMNS, PERTURBATION_COLUMNS),
+        (tables.CHECKED_CATEGORY_COLUMNS, tables.CATEGORY_COLUMNS),
+        (tables.CHECKED_SERVED_COLUMNS, tables.SERVED_COLUMNS),
+    ):
+        assert set(checked) <= set(names(columns)), set(checked) - set(names(columns))
 
 
 def test_a_row_builder_refuses_a_row_that_is_not_the_declared_one():
     base = dict.fromkeys(names(tables.SIGNAL_COLUMNS), 0)
     with pytest.raises(ValueError, match=r"missing \['consistency'\]"):
-        tables.document_row(
+        table_rows.document_row(
             doc_id="a",
             category="news",
             tier="t",
