@@ -13,9 +13,9 @@ import pytest
 
 from hss_gate import expectations, table_rows, tables
 from hss_gate.cache import Cache
-from hss_gate.gate import compare
 from hss_gate.monitor import live_summary_signals
 from hss_gate.normalization import compute_normalization
+from hss_gate.paired_comparison import compare
 from hss_gate.pipeline import ScoreResult, score_documents
 from hss_gate.report import write_outputs
 from hss_gate.settings import GateSettings, MonitorSettings, PerturbSettings
