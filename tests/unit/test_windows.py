@@ -25,7 +25,7 @@ from hss_gate.monitor import (
 )
 from hss_gate.samples import Sample, SampleStore
 from hss_gate.settings import MonitorSettings
-from hss_gate.workflows.monitor import own_reference
+from hss_gate.workflows.monitor_windows import own_reference
 
 pytestmark = pytest.mark.unit
 
