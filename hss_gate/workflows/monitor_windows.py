@@ -191,44 +191,12 @@ def compare_windows(
     monitor = settings.monitor
     ref, source = steps.io(reference_window, store, model_id, monitor)
     current = [s for s in recent if s.model_id == model_id]
-    windows = {
-        "model_id": model_id,
-        "reference": source | {"n": len(ref), **_span(ref)},
-        "current": {"n": len(current), **_span(current), **(selection or {})},
-    }
-    overlap = {s.sample_id for s in ref} & {s.sample_id for s in current}
-    reasons = []
-    if not current:
-        since = (selection or {}).get("after")
-        reasons.append(
-            f"insufficient data: no samples of {model_id!r} in the current window"
-            + (f" (none after the previous run's, {since})" if since else "")
-        )
-    elif not source["complete"]:
-        reasons.append(_incomplete(model_id, len(ref), source, monitor))
-    elif overlap:
-        reasons.append(
-            f"insufficient data: the current window shares {len(overlap)} samples with the "
-            f"reference window of {source['model_id']!r}; a window needs "
-            f"{len(ref)} + {len(current)} samples that do not overlap"
-        )
+    windows = describe_windows(model_id, ref, source, current, selection)
+    reasons = too_little_data(model_id, ref, source, current, selection, monitor)
     if reasons:
         return windows | {"status": "insufficient_data", "reasons": reasons}
-    stored = steps.io(store.reference, source["model_id"])
-    values, fresh = steps.compute(window_values, ref, stored, tools, settings)
-    if fresh:
-        steps.io(
-            store.save_reference,
-            source["model_id"],
-            pinned=source["pinned"],
-            since=stored["since"] if source["pinned"] else None,
-            until=stored["until"] if source["pinned"] else None,
-            sample_ids=[s.sample_id for s in ref],
-            checker=tools.checker.fingerprint,
-            values=values,
-        )
-    cur = live[live["model_id"] == model_id]
-    current_values = window_signal_values(cur.to_dict("records"))
+    values = reference_values(store, ref, source, tools, settings, steps)
+    current_values = window_signal_values(live[live["model_id"] == model_id].to_dict("records"))
     tests = steps.compute(window_tests, values, current_values, monitor.window_alpha)
     tests += steps.compute(reported_window_tests, values, current_values, monitor.reported_alpha)
     attribution = {} if explain is None else {"attribution": explain(ref, current)}
@@ -243,6 +211,76 @@ def compare_windows(
         "reasons": [],
         **attribution,
     }
+
+
+def describe_windows(
+    model_id: str,
+    reference: list[Any],
+    source: dict[str, Any],
+    current: list[Any],
+    selection: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """monitor.json's description of the two windows: the model id, the reference window
+    (where it came from, its size and span) and the current one (size, span, how chosen)."""
+    return {
+        "model_id": model_id,
+        "reference": source | {"n": len(reference), **_span(reference)},
+        "current": {"n": len(current), **_span(current), **(selection or {})},
+    }
+
+
+def too_little_data(
+    model_id: str,
+    reference: list[Any],
+    source: dict[str, Any],
+    current: list[Any],
+    selection: dict[str, Any] | None,
+    monitor: MonitorSettings,
+) -> list[str]:
+    """Why the windows cannot be compared (empty: they can): no current samples, a reference
+    window not complete yet, or windows that share samples."""
+    overlap = {s.sample_id for s in reference} & {s.sample_id for s in current}
+    if not current:
+        since = (selection or {}).get("after")
+        return [
+            f"insufficient data: no samples of {model_id!r} in the current window"
+            + (f" (none after the previous run's, {since})" if since else "")
+        ]
+    if not source["complete"]:
+        return [_incomplete(model_id, len(reference), source, monitor)]
+    if overlap:
+        return [
+            f"insufficient data: the current window shares {len(overlap)} samples with the "
+            f"reference window of {source['model_id']!r}; a window needs "
+            f"{len(reference)} + {len(current)} samples that do not overlap"
+        ]
+    return []
+
+
+def reference_values(
+    store: Any,
+    reference: list[Any],
+    source: dict[str, Any],
+    tools: Toolkit,
+    settings: HssSettings,
+    steps: Steps,
+) -> dict[str, list[float]]:
+    """The reference window's signals (window_values): the stored ones, else scored now and
+    stored with the checker that scored them (a pinned window keeps its range)."""
+    stored = steps.io(store.reference, source["model_id"])
+    values, fresh = steps.compute(window_values, reference, stored, tools, settings)
+    if fresh:
+        steps.io(
+            store.save_reference,
+            source["model_id"],
+            pinned=source["pinned"],
+            since=stored["since"] if source["pinned"] else None,
+            until=stored["until"] if source["pinned"] else None,
+            sample_ids=[s.sample_id for s in reference],
+            checker=tools.checker.fingerprint,
+            values=values,
+        )
+    return values
 
 
 def newest_samples(samples: list[Any], n: int) -> list[Any]:
