@@ -1,17 +1,29 @@
 """The live-traffic monitor (`hss monitor`, the `monitor` flow). Fails closed.
 
-Steps, in order: load the settings; open the sample store; read the production reference scores
-and constants; take the current window (one model id's newest samples, or those since the last
-run); compute the signals of the summaries production served; compare them with the model id's
-own reference window (the blocking and reported tests, Evidently drift of the windows to
-OUT/drift_windows.html; on request, monitor.attribution_documents, the attribution instability
-of the newest served samples of both windows, reported only); compare them with the production
-reference corpus (the absolute floor); unless served-only, rescore the newest samples with the
-deployed model (tables to OUT/scores/): drift against the reference (OUT/drift.html,
-drift.json) and the severity rise (also the floor); the Great Expectations checks
-(OUT/data_docs/); give the verdict; record the run in the store (the trend); write monitor.json,
-monitor.md and monitor.html. Any error becomes the verdict "error", recorded and written like
-any other; the stored samples are never changed.
+`run_monitor` loads the settings and opens the sample store, runs these steps, in order
+(`monitor_steps`), and records and writes the verdict:
+
+1. `prepare`: read the production reference scores (a reference scored by another checker is
+   refused), choose the windows' model id and take its current window (its newest samples, or
+   those since the last run);
+2. `served_signals`: the signals of the summaries production served in the current window;
+3. `compare_windows` (hss_gate.workflows.monitor_windows): the current window against the model
+   id's own reference window: the blocking and reported tests, Evidently drift of the windows
+   to OUT/drift_windows.html; on request (monitor.attribution_documents, `window_explainer`)
+   the attribution instability of the newest served samples of both windows, reported only;
+4. `served_comparison`: the served signals against the production reference corpus (the
+   absolute floor);
+5. `rescore`: unless served-only, the deployed model rescores the newest samples (tables to
+   OUT/scores/): drift against the reference (OUT/drift.html, drift.json) and the severity rise
+   (also the floor);
+6. `run_monitor_checks`: the Great Expectations checks (OUT/data_docs/);
+7. `decide_monitor`: the verdict, its reasons and the reported notes;
+8. `_record`, `_write_or_fail_closed`: record the run in the store (the trend); write
+   monitor.json, monitor.md and monitor.html.
+
+Without a current window the windows say why and the verdict is "insufficient_data"
+(`no_current_window`). Any error becomes the verdict "error", recorded and written like any
+other; the stored samples are never changed.
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ import contextlib
 import datetime as dt
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,18 +51,18 @@ from hss_gate.monitor import (
     served_rises,
     severity_rise,
 )
+from hss_gate.pipeline import Toolkit
 from hss_gate.progress import Progress, no_progress
 from hss_gate.redact import redacted_uri
 from hss_gate.settings import GateSettings, HssSettings, MonitorSettings, ScoreSettings
 from hss_gate.tables import OPTIONAL_COLUMNS
 from hss_gate.workflows.monitor_windows import (
     Explain,
-    attribute_windows,
     attribution_entry,
     compare_windows,
     current_samples,
-    not_measured,
     served_signals,
+    window_explainer,
     windowed_verdict,
     windows_notes,
 )
@@ -74,6 +86,36 @@ class MonitorRequest:
     served_only: bool = False
 
 
+@dataclass
+class MonitorRun:
+    """What the monitor's steps share once the production reference and the current window
+    are read."""
+
+    settings: HssSettings
+    store: Any
+    model: str  # the deployed model, which rescores the samples
+    out_dir: Path
+    size: int  # how many of the current window's newest samples are rescored
+    served_only: bool
+    reference: pd.DataFrame  # the production reference scores (monitor.reference)
+    model_id: str  # the windows' model id
+    recent: list[Any]  # the current window, newest first
+    selection: dict[str, Any]  # how the current window was chosen
+    tools: Toolkit
+
+
+@dataclass
+class LiveScores:
+    """What the checks and the verdict look at: the current samples' table (the served signals,
+    joined in a full run with the deployed model's scores) and, in a full run, the severity
+    rise and drift against the production reference and the rescoring's warnings."""
+
+    current: pd.DataFrame
+    rise: dict[str, Any] | None = None
+    drift: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
 def open_store(url: str) -> Any:
     """The production sample store (SQLite or PostgreSQL)."""
     from hss_gate.samples import SampleStore
@@ -84,6 +126,112 @@ def open_store(url: str) -> Any:
 def recent_samples(store: Any, n: int, model_id: str | None) -> list[Any]:
     """The n newest samples (of one model id, if given)."""
     return store.recent(n, model_id)
+
+
+def window_model_id(store: Any, monitor: MonitorSettings, steps: Steps) -> str:
+    """The model id the windows are of: monitor.model_id, else the newest sample's (an empty
+    store is refused)."""
+    if monitor.model_id is not None:
+        return monitor.model_id
+    newest = steps.io(recent_samples, store, 1, None)
+    steps.compute(samples_to_documents, newest)  # refuses an empty store
+    return newest[0].model_id
+
+
+def prepare(
+    settings: HssSettings,
+    store: Any,
+    request: MonitorRequest,
+    model: str,
+    out_dir: Path,
+    runner: ModelRunner,
+    steps: Steps,
+) -> MonitorRun:
+    """Read the production reference scores, take the current window of the windows' model id
+    and load the toolkit; a reference scored by another checker than the toolkit's is
+    refused."""
+    size = request.sample_size or settings.monitor.sample_size
+    if size < 1:
+        raise InputError("--sample-size must be at least 1")
+    reference = steps.io(read_score_table, settings.monitor.reference)
+    model_id = window_model_id(store, settings.monitor, steps)
+    kind = "served" if request.served_only else "full"
+    recent, selection = steps.io(current_samples, store, settings.monitor, size, model_id, kind)
+    tools = runner.toolkit(settings)
+    scored_by = steps.io(reference_checker, settings.monitor.reference)
+    steps.compute(
+        require_same_checker, settings.monitor.reference, scored_by, tools.checker.fingerprint
+    )
+    return MonitorRun(
+        settings,
+        store,
+        model,
+        out_dir,
+        size,
+        request.served_only,
+        reference,
+        model_id,
+        recent,
+        selection,
+        tools,
+    )
+
+
+def windows_of(
+    run: MonitorRun, live: pd.DataFrame, steps: Steps, explain: Explain | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The current window against the model id's reference window (compare_windows), and
+    monitor.json's `attribution` when it was requested ({"attribution": ...}, else empty)."""
+    windows = compare_windows(
+        run.store,
+        run.settings,
+        run.tools,
+        run.model_id,
+        run.recent,
+        live,
+        steps,
+        run.out_dir,
+        run.selection,
+        explain,
+    )
+    requested = run.settings.monitor.attribution_documents
+    attribution = {"attribution": attribution_entry(requested, windows)} if requested > 0 else {}
+    return windows, attribution
+
+
+def no_current_window(run: MonitorRun, steps: Steps) -> dict[str, Any]:
+    """monitor.json's findings when the current window is empty (monitor.model_id has no
+    samples, or none since the last run): the windows say why; "insufficient_data"."""
+    windows, attribution = windows_of(run, pd.DataFrame(), steps)
+    return attribution | {
+        "windows": windows,
+        "decision": "insufficient_data",
+        "reasons": windows["reasons"],
+        "notes": [],
+        "served": [],
+        "severity": None,
+        "drift": None,
+        "checks": [],
+        "warnings": [],
+        "samples": [],
+    }
+
+
+def served_comparison(
+    live: pd.DataFrame, reference: pd.DataFrame, settings: HssSettings
+) -> list[dict[str, Any]]:
+    """The served signals against the production reference rates (bootstrap)."""
+    return served_rises(
+        live,
+        reference,
+        {
+            "live_low_consistency": settings.monitor.served_margin,
+            "live_unsupported_share": settings.monitor.served_unsupported_margin,
+        },
+        resamples=settings.score.bootstrap_resamples,
+        confidence=settings.score.confidence,
+        seed=settings.perturb.seed,
+    )
 
 
 def live_frame(scores: pd.DataFrame, live: list[dict[str, Any]]) -> pd.DataFrame:
@@ -109,6 +257,41 @@ def monitor_severity(
     )
 
 
+def rescore(
+    run: MonitorRun, live: pd.DataFrame, runner: ModelRunner, steps: Steps, progress: Progress
+) -> LiveScores:
+    """Unless served-only, the deployed model rescores the current window's newest `size`
+    samples (tables to OUT/scores/): the scored samples joined with the served signals, the
+    severity rise, drift against the production reference, and the run's warnings."""
+    if run.served_only:
+        return LiveScores(live)
+    settings, model = run.settings, run.model
+    norm = steps.io(load_normalization, settings.score.normalization)
+    docs = steps.compute(samples_to_documents, run.recent[: run.size])  # recent: newest first
+    scored, meta = runner(model, docs, settings, norm, progress)
+    steps.io(report.write_outputs, run.out_dir / "scores", scored, meta)
+    current = steps.compute(
+        live_frame, steps.compute(score_frame, scored, settings.score.variant), live
+    )
+    drift = steps.compute(
+        score_drift,
+        run.reference,
+        current,
+        settings.monitor,
+        run.out_dir,
+        f"live traffic of {model} against the production reference",
+    )
+    rise = steps.compute(
+        monitor_severity,
+        current,
+        run.reference,
+        settings.monitor,
+        settings.score,
+        settings.perturb.seed,
+    )
+    return LiveScores(current, rise, drift, scored.warnings)
+
+
 def run_monitor_checks(
     current: pd.DataFrame, gate: GateSettings, docs_dir: Path | None, served_only: bool
 ) -> list[dict[str, Any]]:
@@ -128,164 +311,38 @@ def run_monitor_checks(
     return validate_tables({"documents": as_floats(current)}, specs, docs_dir)
 
 
-def served_comparison(
-    live: pd.DataFrame, reference: pd.DataFrame, settings: HssSettings
-) -> list[dict[str, Any]]:
-    """The served signals against the production reference rates (bootstrap)."""
-    return served_rises(
-        live,
-        reference,
-        {
-            "live_low_consistency": settings.monitor.served_margin,
-            "live_unsupported_share": settings.monitor.served_unsupported_margin,
-        },
-        resamples=settings.score.bootstrap_resamples,
-        confidence=settings.score.confidence,
-        seed=settings.perturb.seed,
-    )
-
-
-def pin_reference(
-    url: str, model_id: str | None, since: dt.datetime, until: dt.datetime
-) -> tuple[str, int]:
-    """Pin a model id's reference window to [since, until) (scored on the next run); the
-    model id defaults to the newest sample's. Returns (model id, samples in the range)."""
-    if since >= until:
-        raise InputError(f"--since {since.isoformat()} is not before --until {until.isoformat()}")
-    with open_store(url) as store:
-        if model_id is None:
-            newest = store.recent(1)
-            if not newest:
-                raise InputError("the sample store has no samples; run `hss samples ingest`")
-            model_id = newest[0].model_id
-        samples = store.between(model_id, since, until)
-        if not samples:
-            raise InputError(
-                f"no samples of {model_id!r} between {since.isoformat()} and {until.isoformat()}"
-            )
-        store.save_reference(model_id, pinned=True, since=since, until=until)
-    return model_id, len(samples)
-
-
-def record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> list[dict]:
-    """Append this run to the store's history; return the recent runs (the trend)."""
-    store.record_run(run_record(result, started))
-    return [r.model_dump(mode="json") for r in store.runs(TREND_RUNS)]
-
-
-def write_monitor_reports(out_dir: Path, result: dict[str, Any]) -> None:
-    """monitor.json, monitor.md and monitor.html (each written atomically)."""
-    write_json_atomic(out_dir / "monitor.json", result)
-    write_text_atomic(out_dir / "monitor.md", decision_report.monitor_markdown(result))
-    write_text_atomic(out_dir / "monitor.html", decision_report.monitor_html(result))
-
-
-def _check_live(
-    settings: HssSettings,
-    store: Any,
-    request: MonitorRequest,
-    model: str,
-    out_dir: Path,
-    runner: ModelRunner,
+def decide_monitor(
+    run: MonitorRun,
+    windows: dict[str, Any],
+    served: list[dict[str, Any]],
+    scores: LiveScores,
+    checks: list[dict[str, Any]],
     steps: Steps,
-    progress: Progress,
-    scorers: ScorerLoader | None = None,
-    perturbed: PerturbedTexts | None = None,
 ) -> dict[str, Any]:
-    """The current window against the model's own reference window and the served
-    summaries' checks; unless served_only, also the deployed model's rescoring of the newest
-    samples: severity rise and drift (with the served rises: the absolute floor) and the
-    suite checks; on request (monitor.attribution_documents) the windows' attribution
-    instability, reported only. `scorers` and `perturbed` replace the attribution's model and
-    perturbations (tests)."""
-    size = request.sample_size or settings.monitor.sample_size
-    if size < 1:
-        raise InputError("--sample-size must be at least 1")
-    reference = steps.io(read_score_table, settings.monitor.reference)
-    model_id = settings.monitor.model_id
-    if model_id is None:  # the windows are of one model id: the newest sample's
-        newest = steps.io(recent_samples, store, 1, None)
-        steps.compute(samples_to_documents, newest)  # refuses an empty store
-        model_id = newest[0].model_id
-    kind = "served" if request.served_only else "full"
-    recent, selection = steps.io(current_samples, store, settings.monitor, size, model_id, kind)
-    tools = runner.toolkit(settings)
-    scored_by = steps.io(reference_checker, settings.monitor.reference)
-    steps.compute(
-        require_same_checker, settings.monitor.reference, scored_by, tools.checker.fingerprint
-    )
-    requested = settings.monitor.attribution_documents
-    explain: Explain | None = None
-    if requested > 0:
-        from hss_gate.workflows.gate import gate_perturbations, load_attribution_scorer
-
-        def explain(ref: list[Any], current: list[Any]) -> dict[str, Any]:
-            try:
-                return attribute_windows(
-                    settings,
-                    model,
-                    ref,
-                    current,
-                    perturbed or gate_perturbations(runner),
-                    scorers or load_attribution_scorer,
-                    steps,
-                )
-            except Exception as exc:  # reported only: its failure never changes the verdict
-                return not_measured(requested, f"could not explain: {error_message(exc)}")
-
-    if not recent:  # monitor.model_id has no samples, or none since the last run
-        windows = compare_windows(
-            store, settings, tools, model_id, recent, pd.DataFrame(), steps, out_dir, selection
-        )
-        extra = {"attribution": attribution_entry(requested, windows)} if requested > 0 else {}
-        return extra | {
-            "windows": windows,
-            "decision": "insufficient_data",
-            "reasons": windows["reasons"],
-            "notes": [],
-            "served": [],
-            "severity": None,
-            "drift": None,
-            "checks": [],
-            "warnings": [],
-            "samples": [],
-        }
-    live = pd.DataFrame(steps.compute(served_signals, recent, tools, settings))
-    windows = compare_windows(
-        store, settings, tools, model_id, recent, live, steps, out_dir, selection, explain
-    )
-    extra = {"attribution": attribution_entry(requested, windows)} if requested > 0 else {}
-    served = steps.compute(served_comparison, live, reference, settings)
-    if request.served_only:
-        current, rise, drift, warnings = live, None, None, []
-    else:  # the newest `size` samples of the window are rescored (recent is newest first)
-        current, rise, drift, warnings = _rescore(
-            settings, recent[:size], live, reference, model, out_dir, runner, steps, progress
-        )
-    checks = steps.compute(
-        run_monitor_checks, current, settings.gate, out_dir / "data_docs", request.served_only
-    )
-    blocking = settings.monitor.floor_blocking
+    """The verdict: the windows' blocking tests and the suite checks decide, with the absolute
+    floor where monitor.floor_blocking (else its findings are notes); the reported findings
+    as notes; monitor.json's findings."""
+    blocking = run.settings.monitor.floor_blocking
     decision, reasons = steps.compute(
         monitor_verdict,
-        rise if blocking else None,
-        drift if blocking else None,
+        scores.rise if blocking else None,
+        scores.drift if blocking else None,
         checks,
         served if blocking else (),
     )
     decision, reasons = windowed_verdict(decision, reasons, windows)
-    notes = [] if blocking else floor_notes(served, rise, drift)
-    return extra | {
+    notes = [] if blocking else floor_notes(served, scores.rise, scores.drift)
+    return {
         "windows": windows,
         "notes": notes + windows_notes(windows),
         "served": served,
         "decision": decision,
         "reasons": reasons,
-        "severity": rise,
-        "drift": drift,
+        "severity": scores.rise,
+        "drift": scores.drift,
         "checks": checks,
-        "warnings": warnings,
-        "samples": steps.compute(sample_rows, current.to_dict("records"), recent),
+        "warnings": scores.warnings,
+        "samples": steps.compute(sample_rows, scores.current.to_dict("records"), run.recent),
     }
 
 
@@ -319,43 +376,33 @@ def floor_notes(
     return notes
 
 
-def _rescore(
+def monitor_steps(
     settings: HssSettings,
-    recent: list[Any],
-    live: pd.DataFrame,
-    reference: pd.DataFrame,
+    store: Any,
+    request: MonitorRequest,
     model: str,
     out_dir: Path,
+    *,
     runner: ModelRunner,
     steps: Steps,
     progress: Progress,
-) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any], list[str]]:
-    """The deployed model rescores the samples (tables to OUT/scores/): the scored samples
-    joined with the served signals, the severity rise, drift, and the run's warnings."""
-    norm = steps.io(load_normalization, settings.score.normalization)
-    docs = steps.compute(samples_to_documents, recent)
-    scored, meta = runner(model, docs, settings, norm, progress)
-    steps.io(report.write_outputs, out_dir / "scores", scored, meta)
-    current = steps.compute(
-        live_frame, steps.compute(score_frame, scored, settings.score.variant), live
+    scorers: ScorerLoader | None = None,
+    perturbed: PerturbedTexts | None = None,
+) -> dict[str, Any]:
+    """The monitor's steps in order: monitor.json's findings and verdict. `scorers` and
+    `perturbed` replace the attribution's model and perturbations (tests)."""
+    run = prepare(settings, store, request, model, out_dir, runner, steps)
+    explain = window_explainer(settings, model, runner, steps, scorers, perturbed)
+    if not run.recent:  # monitor.model_id has no samples, or none since the last run
+        return no_current_window(run, steps)
+    live = pd.DataFrame(steps.compute(served_signals, run.recent, run.tools, settings))
+    windows, attribution = windows_of(run, live, steps, explain)
+    served = steps.compute(served_comparison, live, run.reference, settings)
+    scores = rescore(run, live, runner, steps, progress)
+    checks = steps.compute(
+        run_monitor_checks, scores.current, settings.gate, out_dir / "data_docs", run.served_only
     )
-    drift = steps.compute(
-        score_drift,
-        reference,
-        current,
-        settings.monitor,
-        out_dir,
-        f"live traffic of {model} against the production reference",
-    )
-    rise = steps.compute(
-        monitor_severity,
-        current,
-        reference,
-        settings.monitor,
-        settings.score,
-        settings.perturb.seed,
-    )
-    return current, rise, drift, scored.warnings
+    return attribution | decide_monitor(run, windows, served, scores, checks, steps)
 
 
 def run_monitor(
@@ -389,17 +436,17 @@ def run_monitor(
             model = model or settings.run.production_model
             result["model"] = redacted_uri(model)
             store = steps.io(open_store, request.samples or settings.monitor.samples_url)
-            result |= _check_live(
+            result |= monitor_steps(
                 settings,
                 store,
                 request,
                 model,
                 out_dir,
-                runner,
-                steps,
-                progress,
-                scorers,
-                perturbed,
+                runner=runner,
+                steps=steps,
+                progress=progress,
+                scorers=scorers,
+                perturbed=perturbed,
             )
         except KeyboardInterrupt as exc:
             error = exc
@@ -436,6 +483,12 @@ def _record(
     return None
 
 
+def record_run(store: Any, result: dict[str, Any], started: dt.datetime) -> list[dict]:
+    """Append this run to the store's history; return the recent runs (the trend)."""
+    store.record_run(run_record(result, started))
+    return [r.model_dump(mode="json") for r in store.runs(TREND_RUNS)]
+
+
 def _write_or_fail_closed(
     store: Any, result: dict[str, Any], out_dir: Path, steps: Steps
 ) -> BaseException | None:
@@ -459,6 +512,13 @@ def _write_or_fail_closed(
     return None
 
 
+def write_monitor_reports(out_dir: Path, result: dict[str, Any]) -> None:
+    """monitor.json, monitor.md and monitor.html (each written atomically)."""
+    write_json_atomic(out_dir / "monitor.json", result)
+    write_text_atomic(out_dir / "monitor.md", decision_report.monitor_markdown(result))
+    write_text_atomic(out_dir / "monitor.html", decision_report.monitor_html(result))
+
+
 def _mark_run_failed(store: Any, result: dict[str, Any]) -> None:
     """The stored run of a monitor whose reports failed says "error" too; never raises."""
     if store is None or not result.get("trend"):
@@ -470,3 +530,25 @@ def _mark_run_failed(store: Any, result: dict[str, Any]) -> None:
                 run["decision"], run["details"] = "error", {"reasons": list(result["reasons"])}
     except Exception as exc:
         result["reasons"].append(f"the stored run still has its earlier verdict: {exc}")
+
+
+def pin_reference(
+    url: str, model_id: str | None, since: dt.datetime, until: dt.datetime
+) -> tuple[str, int]:
+    """Pin a model id's reference window to [since, until) (scored on the next run); the
+    model id defaults to the newest sample's. Returns (model id, samples in the range)."""
+    if since >= until:
+        raise InputError(f"--since {since.isoformat()} is not before --until {until.isoformat()}")
+    with open_store(url) as store:
+        if model_id is None:
+            newest = store.recent(1)
+            if not newest:
+                raise InputError("the sample store has no samples; run `hss samples ingest`")
+            model_id = newest[0].model_id
+        samples = store.between(model_id, since, until)
+        if not samples:
+            raise InputError(
+                f"no samples of {model_id!r} between {since.isoformat()} and {until.isoformat()}"
+            )
+        store.save_reference(model_id, pinned=True, since=since, until=until)
+    return model_id, len(samples)

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from hss_gate.errors import error_message
 from hss_gate.io import write_text_atomic
 from hss_gate.monitor import live_summary_signals, samples_to_documents
 from hss_gate.pipeline import Toolkit
 from hss_gate.settings import HssSettings, MonitorSettings
 from hss_gate.summary_checks import LengthPolicy
-from hss_gate.workflows.steps import Say, Steps, silent
+from hss_gate.workflows.steps import ModelRunner, Say, Steps, silent
 
 if TYPE_CHECKING:
     from hss_gate.workflows.gate import PerturbedTexts, ScorerLoader
@@ -341,6 +342,40 @@ def attribute_windows(
         confidence=settings.score.confidence,
         seed=settings.perturb.seed,
     )
+
+
+def window_explainer(
+    settings: HssSettings,
+    model: str,
+    runner: ModelRunner,
+    steps: Steps,
+    scorers: ScorerLoader | None = None,
+    perturbed: PerturbedTexts | None = None,
+) -> Explain | None:
+    """On request (monitor.attribution_documents > 0), how the windows' attribution instability
+    is measured: attribute_windows with the deployed model, the gate's perturbations and
+    scorer unless `perturbed` and `scorers` replace them (tests); a failure is "not measured"
+    with the reason (reported only: it never changes the verdict). None when not requested."""
+    requested = settings.monitor.attribution_documents
+    if requested <= 0:
+        return None
+    from hss_gate.workflows.gate import gate_perturbations, load_attribution_scorer
+
+    def explain(ref: list[Any], current: list[Any]) -> dict[str, Any]:
+        try:
+            return attribute_windows(
+                settings,
+                model,
+                ref,
+                current,
+                perturbed or gate_perturbations(runner),
+                scorers or load_attribution_scorer,
+                steps,
+            )
+        except Exception as exc:  # reported only: its failure never changes the verdict
+            return not_measured(requested, f"could not explain: {error_message(exc)}")
+
+    return explain
 
 
 def attribution_entry(requested: int, windows: dict[str, Any]) -> dict[str, Any]:
