@@ -62,9 +62,9 @@ from hss_gate.workflows.monitor_windows import (
     compare_windows,
     current_samples,
     served_signals,
+    window_comparison_notes,
     window_explainer,
     windowed_verdict,
-    windows_notes,
 )
 from hss_gate.workflows.shared import as_floats, score_drift, score_frame, validate_tables
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Steps
@@ -334,7 +334,7 @@ def decide_monitor(
     notes = [] if blocking else floor_notes(served, scores.rise, scores.drift)
     return {
         "windows": windows,
-        "notes": notes + windows_notes(windows),
+        "notes": notes + window_comparison_notes(windows),
         "served": served,
         "decision": decision,
         "reasons": reasons,

@@ -7,7 +7,8 @@ until its own is complete. The served summaries of both get the same signals
 (`served_signals`); the blocking and reported tests compare them, Evidently reports their drift
 (OUT/drift_windows.html) and, on request (monitor.attribution_documents), the attribution
 instability of their newest samples is measured, reported only. `windowed_verdict` lets the
-windows decide; `windows_notes` says what they report. The steps of workflows.monitor.
+windows decide; `window_comparison_notes` says what they report (never blocking). The steps of
+workflows.monitor.
 """
 
 from __future__ import annotations
@@ -493,12 +494,12 @@ def windowed_verdict(
     return ("unhealthy" if worse else decision), worse + reasons
 
 
-def windows_notes(windows: dict[str, Any]) -> list[str]:
+def window_comparison_notes(windows: dict[str, Any]) -> list[str]:
     """The reported (never blocking) findings of the windows: significant reported tests and
     Evidently drift of the windows."""
-    from hss_gate.monitor import window_notes
+    from hss_gate.monitor import reported_test_notes
 
-    notes = window_notes(windows.get("tests", []))
+    notes = reported_test_notes(windows.get("tests", []))
     drift = windows.get("drift") or {}
     if drift.get("drifted"):
         notes.append(

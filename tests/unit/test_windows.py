@@ -16,9 +16,9 @@ from hss_gate.monitor import (
     mann_whitney,
     one_sided_fisher,
     previous_current_last,
+    reported_test_notes,
     reported_window_tests,
     window_distributions,
-    window_notes,
     window_reasons,
     window_signal_values,
     window_tests,
@@ -135,7 +135,7 @@ def test_reported_tests_see_longer_and_rewritten_windows_without_blocking():
     assert by["live_n_words"]["difference"] == pytest.approx(75 - 30)
     assert not by["live_low_consistency"]["worse"] and by["live_low_consistency"]["blocking"]
     assert window_reasons(tests) == []  # reported, not blocking
-    (note,) = window_notes(tests)
+    (note,) = reported_test_notes(tests)
     assert note.startswith("reported (not blocking): length (words) changed")
     shorter = reported_window_tests(reference, _mixed(20, "live_n_words", 2, 8), 0.01)
     assert next(t for t in shorter if t["signal"] == "live_n_words")["worse"]  # either way
