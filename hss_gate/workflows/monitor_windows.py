@@ -69,19 +69,26 @@ def served_signals(
         verdicts = verdicts_cached([(s.document, s.summary) for s in samples], tools.checker, cache)
     finally:
         cache.close()
-    policy = LengthPolicy(
-        settings.generate.summary_words,
-        settings.score.near_empty_share,
-        settings.score.overlong_ratio,
-        settings.score.copy_ratio,
-    )
     return live_summary_signals(
         samples,
         tools.tagger.mentions([s.summary for s in samples]),
         verdicts,
         settings.score.ngram,
-        policy,
+        served_length_policy(settings),
         tools.checker.threshold,
+    )
+
+
+def served_length_policy(settings: HssSettings) -> LengthPolicy:
+    """What the served summaries' form flags judge their length against: the length the served
+    product asks for (monitor.summary_words), else the one the gate's prompt asks for
+    (generate.summary_words)."""
+    words = settings.monitor.summary_words
+    return LengthPolicy(
+        settings.generate.summary_words if words is None else words,
+        settings.score.near_empty_share,
+        settings.score.overlong_ratio,
+        settings.score.copy_ratio,
     )
 
 
