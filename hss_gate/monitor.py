@@ -361,8 +361,9 @@ def window_reasons(tests: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def window_notes(tests: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The reported (not blocking) window comparisons that are significant, one note each."""
+def reported_test_notes(tests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The reported (not blocking) window tests that are significant, one note each (the
+    blocking ones give `window_reasons`)."""
     sides = {"less": "fell", "greater": "rose", "two-sided": "changed"}
     return [
         f"reported (not blocking): {t['label']} {sides[t['alternative']]} from the model's "

@@ -40,7 +40,7 @@ def score(frank: Path, out: Path) -> None:
     from hss_gate.runner import LocalRunner
     from hss_gate.samples import Sample
     from hss_gate.settings import load_settings
-    from hss_gate.workflows.monitor import served_signals
+    from hss_gate.workflows.monitor_windows import served_signals
 
     settings = load_settings("params.yaml")
     docs = {}

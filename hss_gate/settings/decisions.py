@@ -187,6 +187,14 @@ class MonitorSettings(BaseModel):
         description="p-value below which a reported (never blocking) window comparison is noted: "
         "checker consistency, rewriting, length, form flags (per test)",
     )
+    summary_words: int | None = Field(
+        None,
+        ge=1,
+        description="the length (words) the served product asks its summaries for; the served "
+        "summaries' form flags judge against it (near-empty under score.near_empty_share of it, "
+        "overlong over score.overlong_ratio times it); None: generate.summary_words, the "
+        "length the gate's prompt asks for",
+    )
     floor_blocking: bool = Field(
         False,
         description="a rise above the production reference corpus (the absolute floor: served "

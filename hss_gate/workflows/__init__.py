@@ -5,7 +5,8 @@
   score frames, drift, table suites);
 - baseline.py: the production baseline's three stages (`hss baseline`, `dvc repro`);
 - gate.py: promote or block a candidate against production (`hss gate`);
-- monitor.py: check live production traffic (`hss monitor`).
+- monitor.py: check live production traffic (`hss monitor`);
+- monitor_windows.py: the monitor's current window against the model id's own reference window.
 
 Each takes the model runner (steps.ModelRunner) and a progress reporter as parameters and runs
 its steps through a `Steps` runner (steps.py): directly for the command line, as Prefect tasks

@@ -20,7 +20,7 @@ from hss_gate.normalization import normalization_from_run
 from hss_gate.progress import Progress, no_progress
 from hss_gate.report import write_outputs
 from hss_gate.settings import HssSettings
-from hss_gate.workflows.score import run_score
+from hss_gate.workflows.score import ScoredRun, run_score
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Say, Steps, silent
 
 STAGES = ("scores", "constants", "metrics", "all")
@@ -79,31 +79,51 @@ def run_baseline(
             progress=progress,
             say=say,
         )
-        steps.io(write_outputs, reference, run.result, run.meta)
-        written["reference"] = str(reference)
-        say(f"wrote {reference}/ in {run.meta['wall_time_s']} s")
+        written |= write_reference(reference, run, steps, say)
     if stage in ("constants", "all"):
-        norm = steps.io(reference_normalization, reference, settings.score.quantile)
-        target = settings.score.normalization
-        steps.io(write_json_atomic, target, norm.model_dump(mode="json"))
-        written["normalization"] = target
-        say(f"wrote {target} ({len(norm.counts)} categories)")
+        written |= write_constants(reference, settings, steps, say)
     if stage in ("metrics", "all"):
-        scores = steps.io(
-            reference_scores, reference, settings.score.normalization, settings.score.variant
-        )
-        metrics = steps.compute(score_metrics, scores, settings.gate)
-        summary = steps.io(read_json, reference / "summary.json")
-        metrics["checker"] = summary.get("checker", "")  # the monitor refuses another checker
-        steps.io(write_csv_atomic, out_dir / "production_scores.csv", scores)
-        steps.io(write_json_atomic, out_dir / "metrics.json", metrics)
-        written |= {
-            "production_scores": str(out_dir / "production_scores.csv"),
-            "metrics_path": str(out_dir / "metrics.json"),
-            "metrics": metrics,
-        }
-        say(
-            f"wrote {out_dir}/production_scores.csv and {out_dir}/metrics.json "
-            f"(production mean HSS {metrics['hss_mean']:.3f} on {metrics['documents']} documents)"
-        )
+        written |= write_metrics(out_dir, settings, steps, say)
     return written
+
+
+def write_reference(reference: Path, run: ScoredRun, steps: Steps, say: Say) -> dict[str, Any]:
+    """Stage `scores`: the production model's run on the reference corpus to
+    BASELINE/reference/."""
+    steps.io(write_outputs, reference, run.result, run.meta)
+    say(f"wrote {reference}/ in {run.meta['wall_time_s']} s")
+    return {"reference": str(reference)}
+
+
+def write_constants(
+    reference: Path, settings: HssSettings, steps: Steps, say: Say
+) -> dict[str, Any]:
+    """Stage `constants`: M_c per category from the reference run -> score.normalization."""
+    norm = steps.io(reference_normalization, reference, settings.score.quantile)
+    target = settings.score.normalization
+    steps.io(write_json_atomic, target, norm.model_dump(mode="json"))
+    say(f"wrote {target} ({len(norm.counts)} categories)")
+    return {"normalization": target}
+
+
+def write_metrics(out_dir: Path, settings: HssSettings, steps: Steps, say: Say) -> dict[str, Any]:
+    """Stage `metrics`: the reference documents' HSS under the stored constants and the
+    production metrics -> BASELINE/production_scores.csv and metrics.json."""
+    reference = out_dir / "reference"
+    scores = steps.io(
+        reference_scores, reference, settings.score.normalization, settings.score.variant
+    )
+    metrics = steps.compute(score_metrics, scores, settings.gate)
+    summary = steps.io(read_json, reference / "summary.json")
+    metrics["checker"] = summary.get("checker", "")  # the monitor refuses another checker
+    steps.io(write_csv_atomic, out_dir / "production_scores.csv", scores)
+    steps.io(write_json_atomic, out_dir / "metrics.json", metrics)
+    say(
+        f"wrote {out_dir}/production_scores.csv and {out_dir}/metrics.json "
+        f"(production mean HSS {metrics['hss_mean']:.3f} on {metrics['documents']} documents)"
+    )
+    return {
+        "production_scores": str(out_dir / "production_scores.csv"),
+        "metrics_path": str(out_dir / "metrics.json"),
+        "metrics": metrics,
+    }

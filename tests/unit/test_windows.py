@@ -16,16 +16,16 @@ from hss_gate.monitor import (
     mann_whitney,
     one_sided_fisher,
     previous_current_last,
+    reported_test_notes,
     reported_window_tests,
     window_distributions,
-    window_notes,
     window_reasons,
     window_signal_values,
     window_tests,
 )
 from hss_gate.samples import Sample, SampleStore
 from hss_gate.settings import MonitorSettings
-from hss_gate.workflows.monitor import own_reference
+from hss_gate.workflows.monitor_windows import own_reference
 
 pytestmark = pytest.mark.unit
 
@@ -135,7 +135,7 @@ def test_reported_tests_see_longer_and_rewritten_windows_without_blocking():
     assert by["live_n_words"]["difference"] == pytest.approx(75 - 30)
     assert not by["live_low_consistency"]["worse"] and by["live_low_consistency"]["blocking"]
     assert window_reasons(tests) == []  # reported, not blocking
-    (note,) = window_notes(tests)
+    (note,) = reported_test_notes(tests)
     assert note.startswith("reported (not blocking): length (words) changed")
     shorter = reported_window_tests(reference, _mixed(20, "live_n_words", 2, 8), 0.01)
     assert next(t for t in shorter if t["signal"] == "live_n_words")["worse"]  # either way
@@ -348,3 +348,34 @@ def test_a_missing_nullable_column_is_added(tmp_path):
         ]
         kept = store.reference("m1")
     assert kept["pinned"] and kept["values"] is None
+
+
+def test_served_summaries_are_judged_against_the_length_the_served_product_asks_for(tmp_path):
+    """A one-sentence served summary (15 words) is near-empty against a gate that asks for 100
+    words (under max(3, 0.2 x 100) = 20), not against the served product's 20 words
+    (monitor.summary_words: under 4); by default the gate's length (generate.summary_words) is
+    the one, and 15 words is not near-empty at its default 60 (under 12)."""
+    from hss_gate.settings import GenerateSettings, HssSettings, RunSettings
+    from hss_gate.workflows.monitor_windows import served_signals
+    from tests.reliability.test_bad_input import _fake_toolkit
+
+    summary = "The city council approved a new budget for schools and roads after a long debate."
+    assert len(summary.split()) == 15
+    document = " ".join(
+        f"Sentence {i} of the article says the city council met about schools and roads."
+        for i in range(20)
+    )
+    sample = Sample(sample_id="s1", document=document, summary=summary, model_id="m1", timestamp=T0)
+
+    def flags(**sections) -> dict:
+        run = RunSettings(cache_dir=str(tmp_path / "cache"))
+        (row,) = served_signals([sample], _fake_toolkit(), HssSettings(run=run, **sections))
+        return row
+
+    asks_100 = GenerateSettings(summary_words=100)
+    assert HssSettings().monitor.summary_words is None
+    assert not flags()["live_near_empty"]
+    assert flags(generate=asks_100)["live_near_empty"]
+    served = flags(generate=asks_100, monitor=MonitorSettings(summary_words=20))
+    assert not served["live_near_empty"] and not served["live_overlong"]
+    assert flags(monitor=MonitorSettings(summary_words=4))["live_overlong"]  # over 3 x 4 words
