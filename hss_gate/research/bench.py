@@ -404,10 +404,10 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     from hss_gate.cache import Cache
     from hss_gate.errors import ModelError
     from hss_gate.inputs import load_corpus
+    from hss_gate.instability_metrics import spearman
     from hss_gate.pipeline import make_perturbations
     from hss_gate.research.attribution import explain_document, shap_attribution
     from hss_gate.research.experiment_run import attribution_budget, explained_perturbations
-    from hss_gate.research.instability import spearman
     from hss_gate.research.likelihood import CachedScorer, load_scorer
     from hss_gate.summarizers import load_summarizer
     from hss_gate.toolkit import real_toolkit
@@ -486,9 +486,9 @@ def sentence_shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     without token probabilities."""
     from hss_gate.errors import ModelError
     from hss_gate.inputs import load_corpus
+    from hss_gate.masked_text import sentence_features
     from hss_gate.progress import PREFIX
     from hss_gate.research.likelihood import load_scorer
-    from hss_gate.research.sentence_attribution import sentence_features
     from hss_gate.research.sentence_fidelity import measure_fidelity
     from hss_gate.summarizers import load_summarizer
 
