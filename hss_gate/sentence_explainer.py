@@ -206,7 +206,7 @@ def explain_sentences(
 def sentence_instability(
     original: SentenceAttribution, perturbed: SentenceAttribution, k: int = 3
 ) -> dict[str, float]:
-    """Rank, top-k and mass-Wasserstein instability (instability.instability) between the
+    """Rank, top-k and mass-Wasserstein instability (instability_metrics.instability) between the
     sentence attributions of a document and of its perturbation (the same sentence slots)."""
     if len(original.values) != len(perturbed.values):
         raise ValueError(
