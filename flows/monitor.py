@@ -51,9 +51,9 @@ def monitor_flow(
     `attribution` explains that many served samples of each window with sentence-level SHAP,
     reported only (monitor.attribution_documents; None: as configured, default off).
     """
-    from hss_gate.alerts import alert_monitor
     from hss_gate.decision_report import monitor_markdown
     from hss_gate.settings import load_settings
+    from hss_gate.workflows.alerts import alert_monitor
     from hss_gate.workflows.monitor import MonitorRequest, run_monitor
 
     logger = get_run_logger()

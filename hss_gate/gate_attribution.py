@@ -3,7 +3,7 @@ of its own base summary moves when the document is perturbed, for both sides of 
 
 For a document, its base summary y0 and the gate's own perturbations of it (the ones HSS used),
 the faithful explainer (sentence-level antithetic permutation SHAP of log p(y0 | x),
-hss_gate.research.sentence_attribution; docs/ATTRIBUTION.md section 7) explains the original and
+hss_gate.sentence_explainer; docs/ATTRIBUTION.md section 7) explains the original and
 each explained perturbation with the same seed; per perturbation the rank instability
 (1 - Spearman of the sentence attributions, 0-2), top-k and mass instability; a document's values
 are their means over its perturbations. `attribution_instability` (the documents table's
@@ -48,6 +48,12 @@ from hss_gate.cache import content_key
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError, ModelError
 from hss_gate.jsonl import read_jsonl
+from hss_gate.masked_text import sentence_features
+from hss_gate.sentence_explainer import (
+    SentenceAttributionSettings,
+    explain_sentences,
+    sentence_instability,
+)
 from hss_gate.settings import GateAttributionSettings, HssSettings
 from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 
@@ -100,10 +106,10 @@ def explained_words(settings: Any) -> int:
     return int(limit if cap is None else min(limit, cap))
 
 
-def explainer_settings(settings: GateAttributionSettings, sentences: int, max_words: int) -> Any:
+def explainer_settings(
+    settings: GateAttributionSettings, sentences: int, max_words: int
+) -> SentenceAttributionSettings:
     """The SentenceAttributionSettings of one document of `sentences` explained sentences."""
-    from hss_gate.research.sentence_attribution import SentenceAttributionSettings
-
     budget = max(2, math.ceil(settings.per_sentence * max(sentences, 1)))
     return SentenceAttributionSettings(
         method=settings.method,
@@ -131,12 +137,6 @@ def explain_document(
     (one-for-one word swaps: the same sentence slots), the base summary as the target. A
     perturbation whose words do not align with the original's is skipped (not counted).
     `method` overrides settings.method (the experiment's sentence-level LIME: "lime")."""
-    from hss_gate.research.sentence_attribution import (
-        explain_sentences,
-        sentence_features,
-        sentence_instability,
-    )
-
     started = time.perf_counter()
     features = sentence_features(text, max_words)
     if features.n < MIN_SENTENCES:

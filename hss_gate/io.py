@@ -148,6 +148,19 @@ def replace_folder(built: str | Path, target: str | Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def atomic_folder(target: str | Path) -> Iterator[Path]:
+    """An empty folder beside `target` for a library that writes a whole folder of its own
+    (Great Expectations' Data Docs site); on a clean exit it replaces `target` as a whole, on an
+    error it is deleted and `target` is left as it was."""
+    built = new_folder_beside(target)
+    try:
+        yield built
+        replace_folder(built, target)
+    finally:
+        shutil.rmtree(built, ignore_errors=True)  # gone already unless something failed
+
+
 def read_score_table(path: str | Path) -> pd.DataFrame:
     """A CSV score table (missing or unreadable: InputError naming the file)."""
     path = Path(path)

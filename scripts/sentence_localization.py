@@ -21,15 +21,13 @@ import time
 
 from hss_gate.cache import Cache
 from hss_gate.inputs import load_corpus
+from hss_gate.masked_text import sentence_features
 from hss_gate.pipeline import make_perturbations
 from hss_gate.research.likelihood import load_scorer
-from hss_gate.research.sentence_attribution import (
-    SentenceAttributionSettings,
-    explain_change,
-    sentence_features,
-)
+from hss_gate.research.sentence_attribution import explain_change
 from hss_gate.research.sentence_fidelity import budget_for
 from hss_gate.restore import restore_swaps
+from hss_gate.sentence_explainer import SentenceAttributionSettings
 from hss_gate.settings import load_settings
 from hss_gate.summarizers import load_summarizer
 from hss_gate.toolkit import real_toolkit

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from hss_gate.inputs import load_corpus
+from hss_gate.masked_text import sentence_features
 from hss_gate.research.likelihood import load_scorer
-from hss_gate.research.sentence_attribution import sentence_features
 from hss_gate.research.sentence_fidelity import measure_fidelity
 from hss_gate.settings import load_settings
 from hss_gate.summarizers import load_summarizer

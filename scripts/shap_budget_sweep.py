@@ -12,8 +12,8 @@ import sys
 
 from hss_gate.cache import Cache
 from hss_gate.inputs import load_corpus
+from hss_gate.instability_metrics import spearman
 from hss_gate.research.attribution import AttributionSettings, shap_attribution
-from hss_gate.research.instability import spearman
 from hss_gate.research.likelihood import CachedScorer, load_scorer
 from hss_gate.settings import load_settings
 from hss_gate.summarizers import load_summarizer

@@ -28,14 +28,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from hss_gate.research.instability import (
-    aggregate,
-    align,
-    attribution_mass,
-    instability,
-    mass_wasserstein,
-    word_changes,
-)
+from hss_gate.instability_metrics import attribution_mass, instability, mass_wasserstein
+from hss_gate.masked_text import render, word_spans
+from hss_gate.research.instability import aggregate, align, word_changes
 from hss_gate.research.likelihood import LikelihoodScorer
 
 METHODS = ("shap", "lime", "smile", "attention")
@@ -72,41 +67,9 @@ class AttributionSettings(BaseModel):
 # --------------------------------------------------------------------------- words and masks
 
 
-def word_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) character spans of the whitespace-separated words."""
-    return [m.span() for m in re.finditer(r"\S+", text)]
-
-
 def split_words(text: str) -> list[str]:
     """The whitespace words (the attribution features); equals text.split()."""
     return [text[a:b] for a, b in word_spans(text)]
-
-
-def render(
-    text: str,
-    spans: Sequence[tuple[int, int]],
-    keep: np.ndarray,
-    mask_token: str | None = None,
-) -> str:
-    """The document with the words where keep is False removed (or replaced by mask_token).
-
-    Words past len(keep) are always kept. A removed word takes the whitespace before it along,
-    so the remaining text keeps its own separators.
-    """
-    keep = np.asarray(keep, dtype=bool)
-    if keep.all() or not spans:
-        return text
-    out = [text[: spans[0][0]]]  # leading whitespace
-    emitted = False
-    for i, (start, end) in enumerate(spans):
-        kept = bool(keep[i]) if i < len(keep) else True
-        if not kept and mask_token is None:
-            continue
-        gap = text[spans[i - 1][1] : start] if emitted else ""
-        out.append(gap + (text[start:end] if kept else mask_token or ""))
-        emitted = True
-    out.append(text[spans[-1][1] :])  # trailing whitespace
-    return "".join(out)
 
 
 def word_index(spans: Sequence[tuple[int, int]], char_pos: int) -> int:

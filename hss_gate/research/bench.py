@@ -16,7 +16,7 @@ outside and with its peak memory from the kernel (wait4):
 - quickstart: the README's `make quickstart` after setup (`make -o setup quickstart`);
 - checker: the configured consistency checker on the production model's stored base summaries
   (one per reference document): its load, then seconds per (document, summary) pair with an
-  empty cache and again with the cache it filled.
+  empty cache and again with the cache it filled (hss_gate.research.checker_bench).
 
 `python -m hss_gate.research.bench STAGE CONFIG.json RESULT.json` runs one in-process stage.
 """
@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from hss_gate.research.checker_bench import checker_stage
 
 QUICK_MODEL = "gguf:smollm2-135m-instruct"
 SHAP_DEFAULT_MAX_EVALS = 500  # shap.explainers.Partition.__call__ default (shap 0.51)
@@ -404,10 +406,10 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     from hss_gate.cache import Cache
     from hss_gate.errors import ModelError
     from hss_gate.inputs import load_corpus
+    from hss_gate.instability_metrics import spearman
     from hss_gate.pipeline import make_perturbations
     from hss_gate.research.attribution import explain_document, shap_attribution
     from hss_gate.research.experiment_run import attribution_budget, explained_perturbations
-    from hss_gate.research.instability import spearman
     from hss_gate.research.likelihood import CachedScorer, load_scorer
     from hss_gate.summarizers import load_summarizer
     from hss_gate.toolkit import real_toolkit
@@ -486,9 +488,9 @@ def sentence_shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     without token probabilities."""
     from hss_gate.errors import ModelError
     from hss_gate.inputs import load_corpus
+    from hss_gate.masked_text import sentence_features
     from hss_gate.progress import PREFIX
     from hss_gate.research.likelihood import load_scorer
-    from hss_gate.research.sentence_attribution import sentence_features
     from hss_gate.research.sentence_fidelity import measure_fidelity
     from hss_gate.summarizers import load_summarizer
 
@@ -519,90 +521,6 @@ def sentence_shap_stage(config: dict[str, Any]) -> dict[str, Any]:
         say=lambda line: print(f"{PREFIX} sentence_shap {line.strip()}", flush=True),
     )
     return {"model": config["model"], "max_sentences": longest, **result}
-
-
-def checker_pairs(summaries: Path, documents: Sequence[Any], n: int) -> list[tuple[str, str, str]]:
-    """(doc_id, source, summary) of the first n documents (0 = all) that have a stored base
-    summary (strength "base"; the first one per document), in corpus order."""
-    from hss_gate.jsonl import read_jsonl
-
-    base: dict[str, str] = {}
-    for _, row in read_jsonl(summaries):
-        if row.get("strength") == "base":
-            base.setdefault(str(row["doc_id"]), str(row["summary"]))
-    pairs = [(d.doc_id, d.text, base[d.doc_id]) for d in documents if d.doc_id in base]
-    return pairs[:n] if n else pairs
-
-
-def time_checker(
-    make_checker: Callable[[], Any],
-    pairs: Sequence[tuple[str, str]],
-    clock: Callable[[], float] = time.perf_counter,
-    cpu: Callable[[], float] = time.process_time,
-) -> dict[str, Any]:
-    """The checker's cost on (source, summary) pairs, one pair per call as the gate checks them:
-    its load (built, then the first call on the first pair), the other pairs cold (each source
-    new, the cache empty), then every pair warm: a new checker on the cache the first filled,
-    as a second run sees it. Wall seconds, and the cold pairs' CPU seconds (every thread of
-    this process: less sensitive than wall time to other jobs on the machine)."""
-    if not pairs:
-        raise ValueError("no (source, summary) pairs to time the checker on")
-    started = clock()
-    checker = make_checker()
-    checker.check([pairs[0]])
-    load = clock() - started
-    cold, cold_cpu = [], 0.0
-    for pair in pairs[1:]:
-        started, started_cpu = clock(), cpu()
-        checker.check([pair])
-        cold.append(clock() - started)
-        cold_cpu += cpu() - started_cpu
-    warm_checker = make_checker()
-    _ = warm_checker.fingerprint  # built outside the timing (weights read; SBERT already loaded)
-    warm = []
-    for pair in pairs:
-        started = clock()
-        warm_checker.check([pair])
-        warm.append(clock() - started)
-    return {
-        "fingerprint": checker.fingerprint,
-        "pairs": len(pairs),
-        "load_s": round(load, 3),
-        "cold_pairs": len(cold),
-        "cold_s_per_pair": round(float(np.mean(cold)), 4) if cold else None,
-        "cold_max_s": round(max(cold), 4) if cold else None,
-        "cold_cpu_s_per_pair": round(cold_cpu / len(cold), 4) if cold else None,
-        "amortized_s_per_pair": round((load + sum(cold)) / len(pairs), 4),
-        "warm_s_per_pair": round(float(np.mean(warm)), 4),
-        "mean_source_words": round(float(np.mean([len(s.split()) for s, _ in pairs])), 1),
-        "mean_summary_words": round(float(np.mean([len(m.split()) for _, m in pairs])), 1),
-    }
-
-
-def checker_stage(config: dict[str, Any]) -> dict[str, Any]:
-    """The configured consistency checker (settings consistency.model, built as the toolkit
-    builds it, on this stage's own empty cache) timed on the production model's stored base
-    summaries of the reference corpus (`time_checker`); skipped without the stored summaries
-    (an installed package has no data/baseline)."""
-    from hss_gate.embedding import SbertEmbedder
-    from hss_gate.inputs import load_corpus
-    from hss_gate.toolkit import LazyChecker
-
-    settings = _stage_settings(config)
-    summaries = Path(
-        config.get("summaries") or Path(settings.run.baseline_dir) / "reference" / "summaries.jsonl"
-    )
-    model = settings.consistency.model
-    if not summaries.exists():
-        return {"model": model, "skipped": f"{summaries}: no stored production summaries"}
-    docs = load_corpus(config.get("corpus") or settings.run.corpus)
-    chosen = checker_pairs(summaries, docs, config.get("documents", 48))
-    embedder = SbertEmbedder(settings.score.embedder)
-    timed = time_checker(
-        lambda: LazyChecker(settings.consistency, embedder, config["cache"]),
-        [(source, summary) for _, source, summary in chosen],
-    )
-    return {"model": model, "summaries": str(summaries), **timed, "target_s_per_pair": 0.3}
 
 
 def generation_stage(config: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 # the attribution hook's column of per-word SHAP records (instability.WordChange dicts); moved
 # out of the documents table into the localization items
 ATTRIBUTION_WORDS = "attribution_words"
-# sentence-level explainers of experiment.attribution_methods -> sentence_attribution's method
+# sentence-level explainers of experiment.attribution_methods -> sentence_explainer's method
 SENTENCE_METHODS = {"sentence_shap": None, "sentence_lime": "lime"}  # None: gate.attribution's
 
 # (model URI, documents, base summaries by doc_id) -> DataFrame: doc_id + comparator columns

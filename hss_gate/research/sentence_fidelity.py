@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from hss_gate.masked_text import sentence_features
 from hss_gate.research.likelihood import LikelihoodScorer
-from hss_gate.research.sentence_attribution import (
+from hss_gate.research.sentence_attribution import agreement
+from hss_gate.sentence_explainer import (
     SentenceAttributionSettings,
-    agreement,
     explain_sentences,
-    sentence_features,
     sentence_instability,
 )
 

@@ -19,7 +19,7 @@ from pydantic import (
 class GateAttributionSettings(BaseModel):
     """The explainer the gate uses for attribution instability (gate.attribution_documents > 0):
     sentence-level SHAP of the summarizer's teacher-forced log-likelihood of its base summary
-    (hss_gate.research.sentence_attribution; docs/ATTRIBUTION.md section 7)."""
+    (hss_gate.sentence_explainer; docs/ATTRIBUTION.md section 7)."""
 
     method: Literal["permutation", "kernel"] = Field(
         "permutation", description="permutation: the measured default (Spearman >= 0.94 at 2 x M)"

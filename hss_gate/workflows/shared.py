@@ -9,7 +9,6 @@ validate_tables: the Great Expectations checks of score tables, with their Data 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from hss_gate.baseline import with_strength_distances
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError
 from hss_gate.inputs import load_corpus
-from hss_gate.io import new_folder_beside, replace_folder, write_text_atomic
+from hss_gate.io import atomic_folder, write_text_atomic
 from hss_gate.pipeline import ScoreResult
 from hss_gate.settings import HssSettings, MonitorSettings
 
@@ -115,15 +114,12 @@ def score_drift(
 def validate_tables(
     tables: Mapping[str, pd.DataFrame], specs: Sequence[Any], docs_dir: Path | None
 ) -> list[dict[str, Any]]:
-    """Run the Great Expectations suites; their Data Docs replace docs_dir as a whole."""
+    """Run the Great Expectations suites; their Data Docs replace docs_dir as a whole (GX
+    builds the site into the folder io.atomic_folder gives it, which then replaces docs_dir)."""
     from hss_gate.expectations import run_suites
 
     if docs_dir is None:
         return [r.to_dict() for r in run_suites(tables, specs)]
-    built = new_folder_beside(docs_dir)
-    try:
+    with atomic_folder(docs_dir) as built:
         results = run_suites(tables, specs, docs_dir=built)
-        replace_folder(built, docs_dir)
-    finally:
-        shutil.rmtree(built, ignore_errors=True)  # gone already unless something failed
     return [r.to_dict() for r in results]

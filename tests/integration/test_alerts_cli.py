@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hss_gate import alerts
+from hss_gate import alert_channels
 from hss_gate.cli import app
 from hss_gate.inputs import load_corpus
 from hss_gate.samples import Sample, SampleStore
@@ -64,7 +64,7 @@ def monitor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HSS_MONITOR__REFERENCE_WINDOW", "100")
     monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", "20")
     monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
-    monkeypatch.setattr(alerts, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(alert_channels, "BACKOFF_S", 0.01)
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "HSS_DEBUG"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate import alerts
+from hss_gate import alert_channels
 from tests.conftest import REPO
 from tests.integration.test_alerts_cli import _ingest
 from tests.integration.test_flows import prefect_harness  # noqa: F401 (the session fixture)
@@ -58,7 +58,7 @@ def test_the_monitor_flow_posts_and_emits_the_prefect_event(
     monkeypatch.setenv("HSS_ALERT__PREFECT_EVENT", "true")
     monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
     monkeypatch.setattr(scoring, "_PROCESS_RUNNER", LocalRunner())  # no real toolkit cached
-    monkeypatch.setattr(alerts, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(alert_channels, "BACKOFF_S", 0.01)
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)

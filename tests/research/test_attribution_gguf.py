@@ -11,13 +11,12 @@ import numpy as np
 import pytest
 
 from hss_gate import model_store
+from hss_gate.masked_text import render, word_spans
 from hss_gate.research.attribution import (
     AttributionSettings,
     lime_attribution,
-    render,
     shap_attribution,
     split_words,
-    word_spans,
 )
 
 pytestmark = pytest.mark.slow

@@ -8,15 +8,9 @@ import numpy as np
 import pytest
 
 from hss_gate.corpus import Document
-from hss_gate.research.bench import (
-    checker_pairs,
-    checker_stage,
-    linear_fit,
-    ratios,
-    run_timed,
-    time_checker,
-)
+from hss_gate.research.bench import linear_fit, ratios, run_timed
 from hss_gate.research.bench_run import checker_lines, markdown, sentence_shap_lines
+from hss_gate.research.checker_bench import checker_pairs, checker_stage, time_checker
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]

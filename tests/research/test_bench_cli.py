@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate.research.bench import checker_stage
+from hss_gate.research.checker_bench import checker_stage
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

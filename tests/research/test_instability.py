@@ -10,27 +10,24 @@ from scipy.stats import spearmanr, wasserstein_distance
 
 from hss_gate.distance import transport_shares
 from hss_gate.embedding import HashingEmbedder
-from hss_gate.perturb import find_candidates, perturb
-from hss_gate.research.attribution import (
-    edit_positions,
-    render,
-    split_words,
-    word_hierarchy,
-    word_spans,
+from hss_gate.instability_metrics import (
+    instability,
+    mass_wasserstein,
+    rank_instability,
+    spearman,
+    top_k,
+    topk_instability,
+    word_positions,
 )
+from hss_gate.masked_text import render, word_spans
+from hss_gate.perturb import find_candidates, perturb
+from hss_gate.research.attribution import edit_positions, split_words, word_hierarchy
 from hss_gate.research.instability import (
     aggregate,
     align,
     aligned_instability,
-    instability,
-    mass_wasserstein,
-    rank_instability,
     sentence_shares,
-    spearman,
-    top_k,
-    topk_instability,
     word_changes,
-    word_positions,
 )
 from hss_gate.settings import PerturbSettings
 from tests.conftest import FakeLexicon, FakeTagger, FakeVectors

@@ -8,23 +8,27 @@ from math import comb
 import numpy as np
 import pytest
 
+from hss_gate.masked_text import sentence_features
 from hss_gate.research.likelihood import OverlapScorer
 from hss_gate.research.sentence_attribution import (
+    changed_summary_sentences,
+    localization_report,
+    localize,
+)
+from hss_gate.sentence_explainer import (
     SentenceAttributionSettings,
     SentenceGame,
+    explain_sentences,
+    sentence_instability,
+)
+from hss_gate.shapley import (
     all_coalitions,
-    changed_summary_sentences,
     constrained_wls,
     exact_shapley,
-    explain_sentences,
     kernel_coalitions,
     kernel_shap,
     lime,
-    localization_report,
-    localize,
     permutation_shap,
-    sentence_features,
-    sentence_instability,
     shapley_kernel,
     weighted_ridge,
 )

@@ -1,4 +1,5 @@
-"""Alerting on a monitor verdict (hss_gate/alerts.py): the payload's deciding numbers, a real
+"""Alerting on a monitor verdict (hss_gate/workflows/alerts.py, its channels in
+hss_gate/alert_channels.py): the payload's deciding numbers, a real
 local HTTP server receiving the webhook POST, retries on a failing server, the secret URL never
 written, and the Prefect event (a fake emitter, and one real emit through Prefect's events
 worker with its asserting client)."""
@@ -14,17 +15,12 @@ from typing import Any
 
 import pytest
 
-from hss_gate import alerts
-from hss_gate.alerts import (
-    AlertError,
-    PrefectEventSender,
-    WebhookSender,
-    alert_monitor,
-    monitor_payload,
-    notify,
-)
+from hss_gate import alert_channels
+from hss_gate.alert_channels import AlertError, PrefectEventSender, WebhookSender
 from hss_gate.io import write_json_atomic
 from hss_gate.settings import HssSettings, load_settings
+from hss_gate.workflows import alerts
+from hss_gate.workflows.alerts import alert_monitor, monitor_payload, notify
 
 pytestmark = pytest.mark.unit
 
@@ -233,7 +229,7 @@ def test_a_healthy_run_sends_nothing_by_default(tmp_path, hook):
 
 
 def test_a_failing_server_is_retried_then_reported_not_sent(tmp_path, hook, monkeypatch):
-    monkeypatch.setattr(alerts, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(alert_channels, "BACKOFF_S", 0.01)
     hook.status = 500
     result = windowed_result()
     report = _run(tmp_path, result, _settings(tmp_path, webhook_url=hook.url, retries=2))
@@ -336,9 +332,9 @@ def test_the_prefect_event_has_the_decision_in_its_name_and_the_payload(tmp_path
 
 
 def test_prefect_events_are_configured_by_the_settings(tmp_path):
-    chosen = alerts.senders_for(_settings(tmp_path, prefect_event=True).alert)
+    chosen = alert_channels.senders_for(_settings(tmp_path, prefect_event=True).alert)
     assert [s.channel for s in chosen] == ["prefect_event"]
-    assert alerts.senders_for(_settings(tmp_path).alert) == []
+    assert alert_channels.senders_for(_settings(tmp_path).alert) == []
 
 
 def test_a_real_prefect_emit_reaches_prefects_events_client(tmp_path, monkeypatch):
@@ -456,7 +452,7 @@ def test_an_empty_webhook_url_means_no_webhook(tmp_path, monkeypatch):
 
 
 def test_reported_window_tests_and_a_non_blocking_floor_do_not_decide():
-    from hss_gate.alerts import deciding_numbers
+    from hss_gate.workflows.alerts import deciding_numbers
 
     result = windowed_result()
     reported = _test("live_n_words", 40.0, 90.0, 1e-5, True) | {"blocking": False}

@@ -26,8 +26,8 @@ from hss_gate.gate_attribution import (
     explain_cached,
     explain_document,
 )
+from hss_gate.instability_metrics import instability
 from hss_gate.pipeline import ScoreResult
-from hss_gate.research.instability import instability
 from hss_gate.research.likelihood import OverlapScorer
 from hss_gate.settings import GateAttributionSettings, HssSettings
 from hss_gate.workflows.gate import GateRun, Look, Role, add_attribution, attribute

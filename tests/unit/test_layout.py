@@ -30,9 +30,6 @@ FLOORS = (
     "entry points",
 )
 APART = "research"  # imports any floor below the entry points; only the CLI imports it
-# the one import of the wing from outside it (ARCHITECTURE.md): the gate's attribution step
-# borrows the faithful sentence explainer, lazily, until it moves out of the wing
-BORROWED = {("hss_gate/gate_attribution.py", "hss_gate.research.sentence_attribution")}
 # declared in ARCHITECTURE.md, added by branches in flight (merged, they exist)
 PENDING = {"hss_gate/tables.py", "hss_gate/gate_checks.py"}
 
@@ -98,14 +95,9 @@ def test_nothing_outside_the_research_wing_and_the_cli_imports_it():
         f"{path.relative_to(REPO)}: {module}"
         for path in checked
         for _, module in _imports(path)
-        if _is_research(module) and not _borrowed(path, module)
+        if _is_research(module)
     ]
     assert offenders == []
-
-
-def _borrowed(path: Path, module: str) -> bool:
-    relative = path.relative_to(REPO).as_posix()
-    return any(relative == p and (module == m or module.startswith(m + ".")) for p, m in BORROWED)
 
 
 def test_only_the_research_commands_import_the_research_wing():
@@ -165,8 +157,6 @@ def floor_violations() -> list[str]:
             other = modules[target][1]
             up = _rank(other) > _rank(floor)
             into_research = other == APART and floor not in (APART, "entry points")
-            if into_research and _borrowed(path, target):
-                continue
             if up or into_research:
                 found.add(f"{name} ({floor}) -> {target} ({other}) in {owner}")
     return sorted(found)

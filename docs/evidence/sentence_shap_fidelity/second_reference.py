@@ -1,7 +1,8 @@
 import json, sys, time
 from hss_gate.inputs import load_corpus
 from hss_gate.research.likelihood import load_scorer
-from hss_gate.research.sentence_attribution import SentenceAttributionSettings, explain_sentences, agreement
+from hss_gate.research.sentence_attribution import agreement
+from hss_gate.sentence_explainer import SentenceAttributionSettings, explain_sentences
 from hss_gate.research.sentence_fidelity import SELF_SEED
 from hss_gate.settings import load_settings
 from hss_gate.summarizers import load_summarizer
