@@ -316,19 +316,20 @@ def gate(
     A block overridden by a person (--override-by, --override-reason) is recorded and exits 0."""
     from hss_gate import decision_report
     from hss_gate.runner import LocalRunner
-    from hss_gate.workflows.gate import GateRequest, override_request, run_gate
+    from hss_gate.workflows.gate import gate_request, run_gate
 
-    request = GateRequest(
+    request = gate_request(
         candidate=candidate,
         production=production,
         corpus=None,  # in the settings: run__corpus below
         limit=limit,
         out=out,
-        candidate_generate={"prompt": candidate_prompt} if candidate_prompt else {},
-        candidate_file=candidate_config,
+        candidate_prompt=candidate_prompt,
+        candidate_config=candidate_config,
         junit=junit,
         full=full,
-        override=override_request(override_by, override_reason),
+        override_by=override_by,
+        override_reason=override_reason,
         summary_words=summary_words,
     )
     with progress_reporter(console) as progress:
