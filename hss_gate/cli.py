@@ -659,10 +659,8 @@ def systems(
     from hss_gate.research.systems_run import (
         SystemsRequest,
         agreement_lines,
-        gate_agreement_line,
         run_systems,
-        spearman_lines,
-        summary_line,
+        summary_lines,
     )
 
     for name, path in (("--summaries", summaries), ("--documents", documents)):
@@ -685,12 +683,7 @@ def systems(
     with progress_reporter(console) as progress:
         result = run_systems(request, settings, cache_dir=cache_dir, progress=progress, say=_wide)
     out_console.print("\n".join(agreement_lines(result.agreement)), highlight=False, soft_wrap=True)
-    for key in ("decision", "single", "gate"):
-        if key in result.agreement:
-            _wide(summary_line(result.agreement, key))
-    if through_gate:
-        _wide(gate_agreement_line(result.rows))
-    for line in spearman_lines(result.meta["spearman"]):
+    for line in summary_lines(result, through_gate):
         _wide(line)
     _say(f"wrote {out}/systems.md and systems.json ({result.meta['seconds_total']:.0f} s)")
 
