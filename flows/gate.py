@@ -60,19 +60,20 @@ def gate_flow(
     (gate.attribution_documents; None: as configured, default off).
     """
     from hss_gate.decision_report import decision_markdown
-    from hss_gate.workflows.gate import GateRequest, override_request, run_gate
+    from hss_gate.workflows.gate import gate_request, run_gate
 
-    request = GateRequest(
+    request = gate_request(
         candidate=candidate,
         production=production,
         corpus=corpus,
         limit=limit,
         out=out,
-        candidate_generate={"prompt": candidate_prompt} if candidate_prompt else {},
-        candidate_file=candidate_config,
+        candidate_prompt=candidate_prompt,
+        candidate_config=candidate_config,
         junit=junit,
         full=full,
-        override=override_request(override_by, override_reason),
+        override_by=override_by,
+        override_reason=override_reason,
         summary_words=summary_words,
     )
     logger = get_run_logger()

@@ -363,6 +363,20 @@ def gate_agreement_line(rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+def summary_lines(result: SystemsResult, through_gate: bool) -> list[str]:
+    """What `hss systems` prints under the agreement table: each rule's agreement counts, how
+    often `hss gate` itself decided as the sequential rule (`through_gate`) and the systems'
+    rank correlation."""
+    lines = [
+        summary_line(result.agreement, key)
+        for key in ("decision", "single", "gate")
+        if key in result.agreement
+    ]
+    if through_gate:
+        lines.append(gate_agreement_line(result.rows))
+    return lines + spearman_lines(result.meta["spearman"])
+
+
 def markdown(result: SystemsResult) -> str:
     """systems.md: what was run, the agreement table, the rank correlation and every pair."""
     m = result.meta

@@ -94,6 +94,39 @@ def override_request(by: str | None, reason: str | None) -> tuple[str, str] | No
     return (by or "", reason or "") if by or reason else None
 
 
+def gate_request(
+    *,
+    candidate: str | None,
+    production: str | None = None,
+    corpus: str | None = None,
+    limit: int | None = None,
+    out: str | None = None,
+    candidate_prompt: str | None = None,
+    candidate_config: str | Path | None = None,
+    junit: str | Path | None = None,
+    full: bool = False,
+    override_by: str | None = None,
+    override_reason: str | None = None,
+    summary_words: int | None = None,
+) -> GateRequest:
+    """The GateRequest from the user's options, `hss gate`'s and the gate flow's alike: the
+    candidate's own prompt (--candidate-prompt) as its generation settings, its YAML file
+    (--candidate-config), and the override from --override-by and --override-reason."""
+    return GateRequest(
+        candidate=candidate,
+        production=production,
+        corpus=corpus,
+        limit=limit,
+        out=out,
+        candidate_generate={"prompt": candidate_prompt} if candidate_prompt else {},
+        candidate_file=candidate_config,
+        junit=junit,
+        full=full,
+        override=override_request(override_by, override_reason),
+        summary_words=summary_words,
+    )
+
+
 def decision_context(candidate: str, production: str | None) -> dict[str, str]:
     """Who was compared, when, by which hss-gate version (a Decision's context fields)."""
     return {
