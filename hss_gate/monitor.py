@@ -65,11 +65,27 @@ def live_summary_signals(
 
 
 # served-summary signals compared with the production reference: (live column, reference
-# column, label); a rise beyond the margin (significant) is unhealthy
+# column, label, the MonitorSettings field holding its margin); a rise beyond the margin
+# (significant) is unhealthy
 SERVED_SIGNALS = (
-    ("live_low_consistency", "base_low_consistency", "summaries the checker finds unsupported"),
-    ("live_unsupported_share", "base_unsupported_share", "entities/numbers not in the source"),
+    (
+        "live_low_consistency",
+        "base_low_consistency",
+        "summaries the checker finds unsupported",
+        "served_margin",
+    ),
+    (
+        "live_unsupported_share",
+        "base_unsupported_share",
+        "entities/numbers not in the source",
+        "served_unsupported_margin",
+    ),
 )
+
+
+def served_margins(monitor: Any) -> dict[str, float]:
+    """Each served signal's margin, read by name from the monitor settings."""
+    return {live: float(getattr(monitor, setting)) for live, _, _, setting in SERVED_SIGNALS}
 
 
 def served_rises(
@@ -84,7 +100,7 @@ def served_rises(
     """Each served signal's live mean against the production reference rate: a rise is a
     bootstrap CI of the difference entirely above its margin."""
     out = []
-    for live_column, reference_column, label in SERVED_SIGNALS:
+    for live_column, reference_column, label, _ in SERVED_SIGNALS:
         if reference_column not in reference:
             raise InputError(
                 f"the production reference has no '{reference_column}' column; rebuild it with "
@@ -149,13 +165,14 @@ WINDOW_LABELS = {
     **{name: label for name, label, *_ in REPORTED_SIGNALS},
     "live_unsupported_share": "share of entities/numbers not in the source",
 }
-_CONTINUOUS = (
+CONTINUOUS_COLUMNS = (
     "live_consistency",
     "live_unsupported_share",
     "live_novel_ngram_share",
     "live_n_words",
     *(w.column for w in window_tests() if w.test == "mann_whitney"),
 )
+"""The continuous window columns: tested with Mann-Whitney U, compared by Evidently's drift."""
 
 
 def blocking_signal_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
@@ -174,7 +191,7 @@ def window_signal_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[fl
     for column in WINDOW_COLUMNS:
         if column in values:
             continue
-        if column in _CONTINUOUS:
+        if column in CONTINUOUS_COLUMNS:
             values[column] = [_finite(r[column]) for r in rows]
         else:
             values[column] = [float(bool(r[column])) for r in rows]

@@ -48,6 +48,7 @@ from hss_gate.monitor import (
     run_record,
     sample_rows,
     samples_to_documents,
+    served_margins,
     served_rises,
     severity_rise,
 )
@@ -224,10 +225,7 @@ def served_comparison(
     return served_rises(
         live,
         reference,
-        {
-            "live_low_consistency": settings.monitor.served_margin,
-            "live_unsupported_share": settings.monitor.served_unsupported_margin,
-        },
+        served_margins(settings.monitor),
         resamples=settings.score.bootstrap_resamples,
         confidence=settings.score.confidence,
         seed=settings.perturb.seed,

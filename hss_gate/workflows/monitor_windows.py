@@ -22,7 +22,7 @@ import pandas as pd
 
 from hss_gate.errors import error_message
 from hss_gate.io import write_text_atomic
-from hss_gate.monitor import live_summary_signals, samples_to_documents
+from hss_gate.monitor import CONTINUOUS_COLUMNS, live_summary_signals, samples_to_documents
 from hss_gate.settings import HssSettings, MonitorSettings
 from hss_gate.summary_checks import LengthPolicy
 from hss_gate.toolkit import Toolkit
@@ -421,12 +421,7 @@ def _incomplete(model_id: str, n: int, source: dict[str, Any], monitor: MonitorS
 
 
 # the window columns Evidently compares between the two windows
-WINDOW_DRIFT_COLUMNS = (
-    "live_consistency",
-    "live_unsupported_share",
-    "live_novel_ngram_share",
-    "live_n_words",
-)
+WINDOW_DRIFT_COLUMNS = CONTINUOUS_COLUMNS
 
 
 def windows_drift(

@@ -1,0 +1,117 @@
+"""The signal contract (issue 36, step 1): every registered signal's declarations name real
+columns and settings, and the workflows name no signal column themselves: they iterate over
+the registry (hss_gate.summary_signals). The rules and renderers still name some: their count
+per module may only fall."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from hss_gate import summary_signals, tables
+from hss_gate.settings import GateSettings
+
+pytestmark = pytest.mark.unit
+
+PACKAGE = Path(__file__).resolve().parents[2] / "hss_gate"
+SIGNAL_FIELDS = {c.name for c in tables.SIGNAL_COLUMNS}
+DOCUMENT_FIELDS = set(tables.names(tables.DOCUMENT_COLUMNS))
+PREFIXES = ("base_", "summary_", "live_")
+SIGNAL_ONLY = {"hss_raw", "hss_aware", "consistency_drop_mean", "attribution_instability"}
+"""Documents columns that are signals without a prefix (`hss` itself is also the name of the
+signal, a check kind and a finding signal: not told apart here)."""
+
+# modules (relative to hss_gate/) that still name signal columns, and how many times: the
+# count may only fall (the issue's end state is none outside tables.py and summary_signals/)
+STILL_NAMING = {
+    "gate_checks.py": 5,
+    "monitor.py": 37,
+    "sequential.py": 2,
+    "baseline.py": 8,
+    "report.py": 6,
+    "trend_plot.py": 1,
+    "decision_report/sections.py": 8,
+    "decision_report/html_page.py": 3,
+    "decision_report/markdown.py": 1,
+}
+
+
+def _signal_column(text: str) -> bool:
+    if text in SIGNAL_ONLY:
+        return True
+    return any(text.startswith(p) and text[len(p) :] in SIGNAL_FIELDS for p in PREFIXES)
+
+
+def _named_columns(path: Path) -> list[str]:
+    """String constants of a module that are signal columns (docstrings are prose: skipped)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and _signal_column(node.value)
+    ]
+
+
+def test_the_check_sees_a_column_name():
+    assert _signal_column("base_consistency") and _signal_column("live_n_words")
+    assert not _signal_column("consistency") and not _signal_column("doc_id")
+
+
+def test_the_workflows_name_no_signal_column():
+    named = {
+        str(path.relative_to(PACKAGE)): found
+        for path in sorted((PACKAGE / "workflows").glob("*.py"))
+        if (found := _named_columns(path))
+    }
+    assert named == {}
+
+
+def test_the_decision_rule_and_the_paired_comparison_name_no_signal_column():
+    assert _named_columns(PACKAGE / "decision_rule.py") == []
+    assert _named_columns(PACKAGE / "paired_comparison.py") == []
+
+
+def test_the_modules_that_still_name_columns_name_no_more_than_before():
+    grown = {
+        module: (len(found), budget)
+        for module, budget in STILL_NAMING.items()
+        if (path := PACKAGE / module).exists() and len(found := _named_columns(path)) > budget
+    }
+    assert grown == {}
+
+
+def test_every_declaration_names_a_real_column_or_setting():
+    gate_fields = set(GateSettings.model_fields)
+    for signal in summary_signals.REGISTERED:
+        for paired in signal.paired:
+            assert paired.column in DOCUMENT_FIELDS or paired.column.removeprefix("base_") in {
+                c.name for c in signal.columns
+            }, (signal.name, paired.column)
+        for margin in signal.margins:
+            assert margin.setting in gate_fields and (margin.switch or "") in {"", *gate_fields}
+            assert margin.column in {p.column for p in signal.paired}, (signal.name, margin)
+        for bound in signal.bounds:
+            assert bound.setting in gate_fields and bound.column in DOCUMENT_FIELDS
+        for column in signal.columns:
+            assert column in tables.SIGNAL_COLUMNS, (signal.name, column.name)
+        for window in signal.window:
+            assert window.column.removeprefix("live_") in SIGNAL_FIELDS, window.column
+        assert (signal.compute is None) == (signal.columns == ()), signal.name
+
+
+def test_the_signals_have_unique_names_and_columns():
+    names = [s.name for s in summary_signals.REGISTERED]
+    columns = [p.column for p in summary_signals.paired()]
+    assert len(set(names)) == len(names) and len(set(columns)) == len(columns)
