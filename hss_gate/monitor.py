@@ -14,7 +14,7 @@ from hss_gate.sentences import ends_mid_sentence
 from hss_gate.severity import bootstrap_ci, difference_bootstrap_ci
 from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
 from hss_gate.summary_checks import LengthPolicy, summary_flags
-from hss_gate.summary_signals import computed, window_tests
+from hss_gate.summary_signals import computed_values, window_tests
 from hss_gate.tables import unsupported_cell, unsupported_evidence
 
 EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2, "insufficient_data": 3}
@@ -54,11 +54,7 @@ def live_summary_signals(
             "live_truncated": ends_mid_sentence(s.summary),
             "live_n_words": len(s.summary.split()),
             **{f"live_{k}": val for k, val in summary_flags(s.summary, s.document, policy).items()},
-            **{
-                f"live_{k}": val
-                for signal in computed()
-                for k, val in signal.compute(s.summary, s.document).items()  # type: ignore[misc]
-            },
+            **{f"live_{k}": val for k, val in computed_values(s.summary, s.document).items()},
         }
         for s, m, v in zip(samples, mentions, verdicts, strict=True)
     ]

@@ -23,6 +23,7 @@ from hss_gate.settings import HssSettings
 from hss_gate.severity import severity
 from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
 from hss_gate.summary_checks import LengthPolicy, summary_flags
+from hss_gate.summary_signals import computed_values
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def summary_signals(
         consistency=verdict.consistency,
         low_consistency=verdict.consistency < rules.threshold,
         unsupported_sentences=tables.unsupported_cell(verdict.unsupported),
+        **computed_values(summary, source),
     )
 
 

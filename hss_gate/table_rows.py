@@ -51,9 +51,12 @@ def signal_values(
     consistency: float,
     low_consistency: bool,
     unsupported_sentences: str,
+    **computed: Any,
 ) -> dict[str, Any]:
-    """One summary's signals (`SIGNAL_COLUMNS`, without a prefix)."""
-    return _row(SIGNAL_COLUMNS, locals())
+    """One summary's signals (`SIGNAL_COLUMNS`, without a prefix); `computed`: the columns the
+    registered signals compute themselves (hss_gate.summary_signals.computed_values)."""
+    values = {k: v for k, v in locals().items() if k != "computed"}
+    return _row(SIGNAL_COLUMNS, values | computed)
 
 
 def _with_prefix(prefix: str, signals: Mapping[str, Any]) -> dict[str, Any]:

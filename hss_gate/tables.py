@@ -83,6 +83,10 @@ def picked(columns: Iterable[Column], chosen: Iterable[str]) -> tuple[Column, ..
 # The declarations
 # ---------------------------------------------------------------------------------------------
 
+SIGNAL_MODULES = "summary_signals"
+"""The producer of a signal column computed by its own module (hss_gate/summary_signals/): the
+gate's documents, the perturbations and the served summaries all carry it."""
+
 SIGNAL_COLUMNS: tuple[Column, ...] = (
     Column(
         "unsupported_share",
@@ -394,6 +398,7 @@ SERVED_COLUMNS: tuple[Column, ...] = (
             ),
         ),
     ),
+    *prefixed("live_", (c for c in SIGNAL_COLUMNS if c.producer == SIGNAL_MODULES)),
 )
 """The monitor's table of the summaries production served (monitor.live_summary_signals): one
 row a sample, its summary's signals against its document."""

@@ -3,6 +3,8 @@ module (hss_gate/summary_signals/contract.py says what it declares) and one line
 
 from __future__ import annotations
 
+from typing import Any
+
 from hss_gate.summary_signals import consistency, form, hss, rewriting, unsupported
 from hss_gate.summary_signals.contract import Margin, Paired, RelativeBound, Signal, WindowTest
 
@@ -38,3 +40,11 @@ def window_tests() -> tuple[WindowTest, ...]:
 def computed() -> tuple[Signal, ...]:
     """The signals computed from a summary and its source by their own module."""
     return tuple(s for s in REGISTERED if s.compute is not None)
+
+
+def computed_values(summary: str, source: str) -> dict[str, Any]:
+    """Every column the registered signals compute themselves, for one summary (no prefix)."""
+    values: dict[str, Any] = {}
+    for signal in computed():
+        values |= signal.compute(summary, source)  # type: ignore[misc]
+    return values
