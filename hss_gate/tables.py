@@ -149,6 +149,14 @@ SIGNAL_COLUMNS: tuple[Column, ...] = (
         "[[sentence, passage], ...] (`unsupported_evidence` reads both)",
         "consistency",
     ),
+    Column(
+        "lead_coverage",
+        "float",
+        "share of the content words of the source's first three sentences the summary contains "
+        "(NaN: a source without any)",
+        SIGNAL_MODULES,
+        bounds=(0.0, 1.0),
+    ),
 )
 """The signals of one summary against the text its summarizer was given."""
 

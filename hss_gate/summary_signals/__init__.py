@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hss_gate.summary_signals import consistency, form, hss, rewriting, unsupported
+from hss_gate.summary_signals import consistency, form, hss, lead_coverage, rewriting, unsupported
 from hss_gate.summary_signals.contract import Margin, Paired, RelativeBound, Signal, WindowTest
 
 REGISTERED: tuple[Signal, ...] = (
@@ -14,6 +14,7 @@ REGISTERED: tuple[Signal, ...] = (
     hss.SIGNAL,
     rewriting.SIGNAL,
     form.SIGNAL,
+    lead_coverage.SIGNAL,
 )
 
 
