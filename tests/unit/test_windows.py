@@ -25,6 +25,7 @@ from hss_gate.monitor import (
 )
 from hss_gate.samples import Sample, SampleStore
 from hss_gate.settings import MonitorSettings
+from hss_gate.tables import SERVED_COLUMNS
 from hss_gate.workflows.monitor_windows import own_reference
 
 pytestmark = pytest.mark.unit
@@ -70,9 +71,13 @@ def test_window_tests_flag_only_the_signal_that_got_worse():
     assert not any(t["worse"] for t in window_tests(reference, current, alpha=p / 2))
 
 
+DEFAULT_VALUE = {"float": 0.5, "bool": False, "int": 30, "str": "", "json": "[]"}
+
+
 def _row(**changes: object) -> dict:
-    """A served signal row (`live_summary_signals`) of a faithful 30-word summary."""
-    row = {
+    """A served signal row (`live_summary_signals`) of a faithful 30-word summary: every served
+    column declared (tables.SERVED_COLUMNS), these values where a test reads them."""
+    row = {c.name: DEFAULT_VALUE[c.dtype] for c in SERVED_COLUMNS} | {
         "live_low_consistency": False,
         "live_unsupported_share": 0.0,
         "live_consistency": 0.8,
