@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 """The score tables' schema, written into every run's summary.json. Bump it (and add a
 CHANGELOG.md entry) when a column is added, renamed or removed or changes its meaning."""
 
