@@ -128,15 +128,6 @@ class GateSettings(BaseModel):
     form_blocks: bool = Field(
         False, description="form checks (summaries cut mid-sentence) block too (default: reported)"
     )
-
-    def advisory_kinds(self) -> tuple[str, ...]:
-        """The check kinds that are reported but do not block."""
-        return tuple(
-            kind
-            for kind, blocks in (("hss", self.hss_blocks), ("output", self.form_blocks))
-            if not blocks
-        )
-
     block_on_drift: bool = Field(False, description="drift of score distributions blocks too")
 
 
