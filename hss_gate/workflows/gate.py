@@ -612,18 +612,16 @@ def add_attribution_column(result: ScoreResult, side: Any) -> None:
 def attribution_checks(
     candidate: ScoreResult, gate: GateSettings, docs_dir: Path | None
 ) -> list[dict[str, Any]]:
-    """The attribution checks on the candidate's explained documents only: the column is
-    there, not null and in range, and its mean at most gate.max_attribution_instability."""
-    from hss_gate.expectations import OPTIONAL_DOCUMENT_RULES, to_expectation
+    """Run the attribution checks (declared in hss_gate.gate_checks.attribution_checks) on the
+    candidate's explained documents only: the column is there, not null and in range, and its
+    mean at most gate.max_attribution_instability."""
+    from hss_gate.expectations import attribution_expectations
     from hss_gate.gate_attribution import COLUMN
-    from hss_gate.gate_checks import DOCUMENTS, column_checks, severity_checks
+    from hss_gate.gate_checks import DOCUMENTS
 
     rows = [r for r in candidate.documents if np.isfinite(r.get(COLUMN, np.nan))]
     frame = pd.DataFrame({"doc_id": [r["doc_id"] for r in rows], COLUMN: [r[COLUMN] for r in rows]})
-    declared = column_checks(gate, DOCUMENTS, {COLUMN: OPTIONAL_DOCUMENT_RULES[COLUMN]})
-    declared += [c for c in severity_checks(gate, [COLUMN]) if c.column == COLUMN]
-    specs = [to_expectation(c) for c in declared]
-    return validate_tables({DOCUMENTS: frame}, specs, docs_dir)
+    return validate_tables({DOCUMENTS: frame}, attribution_expectations(gate), docs_dir)
 
 
 def attribute(
