@@ -4,9 +4,8 @@ Two layers:
 
 - `to_expectation` turns a declared check (hss_gate.gate_checks.Check: a code, the column, the
   bound, blocking or advisory) into an `ExpectationSpec` (GX class name + kwargs);
-  `gate_expectations`, `attribution_expectations`, `monitor_expectations` and
-  `served_expectations` do so for the checks the rules declare (hss_gate.gate_checks), given the
-  score tables' columns. No GX import.
+  `gate_expectations`, `attribution_expectations`, `monitor_expectations`, `served_expectations`:
+  the same for the checks hss_gate.gate_checks declares, given the tables' columns. No GX import.
 - `run_suites` builds one ephemeral GX context, one suite per table, validates the pandas tables
   through a Checkpoint (building Data Docs when asked) and maps every result back to its spec.
   It fails closed: a missing table, a missing column, an unknown expectation or a GX error gives a
@@ -30,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from hss_gate import tables
 from hss_gate.gate_checks import (
-    ATTRIBUTION_COLUMN,
     CATEGORIES,
     DOCUMENTS,
     PERTURBATIONS,
@@ -235,10 +233,8 @@ def gate_expectations(
 
 
 def attribution_expectations(gate: GateSettings) -> list[ExpectationSpec]:
-    """The gate's attribution checks (hss_gate.gate_checks.attribution_checks) on a documents
-    table of the candidate's explained documents: doc_id and attribution_instability."""
-    rule = OPTIONAL_DOCUMENT_RULES[ATTRIBUTION_COLUMN]
-    return [to_expectation(c) for c in attribution_checks(gate, rule)]
+    """The gate's attribution checks (gate_checks.attribution_checks) on its explained documents."""
+    return [to_expectation(c) for c in attribution_checks(gate, OPTIONAL_DOCUMENT_RULES)]
 
 
 def monitor_expectations(

@@ -286,13 +286,13 @@ def severity_checks(gate: GateSettings, optional_columns: Collection[str] = ()) 
     return checks + flag_checks(g, "base_")
 
 
-def attribution_checks(gate: GateSettings, rule: ColumnRule) -> list[Check]:
+def attribution_checks(gate: GateSettings, columns: Mapping[str, ColumnRule]) -> list[Check]:
     """The gate's attribution checks, run on the candidate's explained documents only (a
-    documents table of doc_id and the column): the column there, not null and within `rule`
-    (its rule in the documents table), and its mean at most gate.max_attribution_instability
-    (not declared while that is unset)."""
+    documents table of doc_id and the column): the column there, not null and within its rule
+    in `columns` (the documents table's rules), and its mean at most
+    gate.max_attribution_instability (not declared while that is unset)."""
     column = ATTRIBUTION_COLUMN
-    checks = column_checks(gate, DOCUMENTS, {column: rule})
+    checks = column_checks(gate, DOCUMENTS, {column: columns[column]})
     return checks + [c for c in severity_checks(gate, [column]) if c.column == column]
 
 
