@@ -60,7 +60,8 @@ def gate_flow(
     (gate.attribution_documents; None: as configured, default off).
     """
     from hss_gate.decision_report import decision_markdown
-    from hss_gate.workflows.gate import gate_request, run_gate
+    from hss_gate.workflows.gate import run_gate
+    from hss_gate.workflows.gate_preparation import gate_request
 
     request = gate_request(
         candidate=candidate,

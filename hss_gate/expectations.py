@@ -4,8 +4,8 @@ Two layers:
 
 - `to_expectation` turns a declared check (hss_gate.gate_checks.Check: a code, the column, the
   bound, blocking or advisory) into an `ExpectationSpec` (GX class name + kwargs);
-  `gate_expectations`, `monitor_expectations` and `served_expectations` do so for the checks the
-  rules declare (hss_gate.gate_checks), given the score tables' columns. No GX import.
+  `gate_expectations`, `attribution_expectations`, `monitor_expectations`, `served_expectations`:
+  the same for the checks hss_gate.gate_checks declares, given the tables' columns. No GX import.
 - `run_suites` builds one ephemeral GX context, one suite per table, validates the pandas tables
   through a Checkpoint (building Data Docs when asked) and maps every result back to its spec.
   It fails closed: a missing table, a missing column, an unknown expectation or a GX error gives a
@@ -35,6 +35,7 @@ from hss_gate.gate_checks import (
     Check,
     ColumnRule,
     Kind,
+    attribution_checks,
     gate_checks,
     monitor_checks,
     served_checks,
@@ -229,6 +230,11 @@ def gate_expectations(
         hss_measured=hss_measured,
     )
     return [to_expectation(c) for c in checks]
+
+
+def attribution_expectations(gate: GateSettings) -> list[ExpectationSpec]:
+    """The gate's attribution checks (gate_checks.attribution_checks) on its explained documents."""
+    return [to_expectation(c) for c in attribution_checks(gate, OPTIONAL_DOCUMENT_RULES)]
 
 
 def monitor_expectations(

@@ -45,6 +45,7 @@ ColumnRule = tuple[float | None, float | None] | str | None
 a cast to float) or None (only present and not null)."""
 
 DOCUMENTS, PERTURBATIONS, CATEGORIES = "documents", "perturbations", "categories"
+ATTRIBUTION_COLUMN = "attribution_instability"  # the documents column explained on request
 
 FLAG_CODES = {flag: f"not_summarizing.{flag}_share" for flag in FLAGS}
 CODES: dict[str, tuple[Kind, Test]] = {
@@ -260,13 +261,13 @@ def severity_checks(gate: GateSettings, optional_columns: Collection[str] = ()) 
         ),
     ]
     bound = g.max_attribution_instability
-    if "attribution_instability" in optional_columns and bound is not None:
+    if ATTRIBUTION_COLUMN in optional_columns and bound is not None:
         checks.append(
             _mean_at_most(
                 g,
                 "mean_attribution_instability",
                 "hss.attribution_instability",
-                "attribution_instability",
+                ATTRIBUTION_COLUMN,
                 bound,
                 f"mean attribution instability <= {_fmt(bound)}",
             )
@@ -283,6 +284,16 @@ def severity_checks(gate: GateSettings, optional_columns: Collection[str] = ()) 
         )
     )
     return checks + flag_checks(g, "base_")
+
+
+def attribution_checks(gate: GateSettings, columns: Mapping[str, ColumnRule]) -> list[Check]:
+    """The gate's attribution checks, run on the candidate's explained documents only (a
+    documents table of doc_id and the column): the column there, not null and within its rule
+    in `columns` (the documents table's rules), and its mean at most
+    gate.max_attribution_instability (not declared while that is unset)."""
+    column = ATTRIBUTION_COLUMN
+    checks = column_checks(gate, DOCUMENTS, {column: columns[column]})
+    return checks + [c for c in severity_checks(gate, [column]) if c.column == column]
 
 
 def category_checks(

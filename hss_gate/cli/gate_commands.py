@@ -60,7 +60,8 @@ def gate(
     A block overridden by a person (--override-by, --override-reason) is recorded and exits 0."""
     from hss_gate import decision_report
     from hss_gate.runner import LocalRunner
-    from hss_gate.workflows.gate import gate_request, run_gate
+    from hss_gate.workflows.gate import run_gate
+    from hss_gate.workflows.gate_preparation import gate_request
 
     request = gate_request(
         candidate=candidate,

@@ -65,7 +65,8 @@ def gate_pair(
 ) -> dict[str, Any]:
     """One pair through run_gate: decision, the rule that decided, documents used of those
     available, looks taken, wall time, and where decision.json is."""
-    from hss_gate.workflows.gate import GateRequest, run_gate
+    from hss_gate.workflows.gate import run_gate
+    from hss_gate.workflows.gate_preparation import GateRequest
 
     request = GateRequest(
         candidate=uri(summaries, candidate),

@@ -1,189 +1,67 @@
 """The promotion gate (`hss gate`, the `gate` flow): promote or block a candidate. Fails closed.
 
-`run_gate` runs these steps, in order, and writes the decision:
+`run_gate` runs these steps (`gate_steps`), in order, and writes the decision:
 
-1. `prepare`: load the settings, the candidate's own generation settings, the documents and the
-   production constants; build both summarizers (a bad URI fails before any scoring);
-2. `restore_production`: production's stored summaries back into the cache when its
-   fingerprint matches the baseline's;
-3. `score_looks`: score both models look by look on the same perturbed documents, compare them
-   paired over documents and run the Great Expectations suites on the candidate's tables (Data
-   Docs to OUT/data_docs/), until a look settles (hss_gate.sequential);
-4. `write_runs`, `measure_drift`: each run's tables to OUT/candidate/ and OUT/production/, score
+1. `prepare` (gate_preparation.py): load the settings, the candidate's own generation settings,
+   the documents and the production constants; build both summarizers (a bad URI fails before
+   any scoring);
+2. `restore_production` (gate_preparation.py): production's stored summaries back into the
+   cache when its fingerprint matches the baseline's;
+3. `score_looks` (gate_looks.py): score both models look by look on the same perturbed
+   documents, compare them paired over documents and run the Great Expectations suites on the
+   candidate's tables (Data Docs to OUT/data_docs/), until a look settles (hss_gate.sequential);
+4. `attribute` (gate_explanation.py; on request: gate.attribution_documents > 0): the
+   attribution instability of the deciding look's first N documents, both sides
+   (hss_gate.gate_attribution), as a column of each side's documents table and, with
+   gate.max_attribution_instability, a check;
+5. `write_runs`, `measure_drift`: each run's tables to OUT/candidate/ and OUT/production/, score
    drift to OUT/drift.html and drift.json;
-   (`attribute`, on request: gate.attribution_documents > 0) the attribution instability of
-   the deciding look's first N documents, both sides (hss_gate.gate_attribution), as a column
-   of each side's documents table and, with gate.max_attribution_instability, a check;
-5. `decide_gate`: the decision (hss_gate.decision_rule.decide) with the looks and how production was
-   obtained; a person's override; the documents that moved most;
-6. `write_or_fail_closed`: decision.json, decision.md, decision.html (and JUnit XML).
+6. `decide_gate`: the decision (hss_gate.decision_rule.decide) with the looks and how
+   production was obtained, and the attribution (`add_attribution`); a person's override; the
+   documents that moved most;
+7. `write_or_fail_closed`: decision.json, decision.md, decision.html (and JUnit XML).
 
-Any error on the way becomes the decision "error", written like any other.
+Any error on the way becomes the decision "error", written like any other. The request
+(`GateRequest`, `gate_request`) is gate_preparation.py's; `Role` and `attribute_side` stay
+importable from here, where the monitor's windows import them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from hss_gate import __version__, decision_report, report
-from hss_gate.corpus import Document
-from hss_gate.decision_rule import decide, facts_bounds_relative_to, judge_look
-from hss_gate.errors import InputError, ModelError, ReportError, error_message
+from hss_gate import decision_report, report
+from hss_gate.decision_rule import decide, facts_bounds_relative_to
+from hss_gate.errors import ReportError, error_message
 from hss_gate.gate import Decision, apply_override, error_decision
 from hss_gate.gate_attribution import load_attribution_scorer
-from hss_gate.inputs import load_normalization
 from hss_gate.io import write_json_atomic, write_text_atomic
-from hss_gate.normalization import Normalization
-from hss_gate.paired_comparison import compare
-from hss_gate.pipeline import ScoreResult, merge_results
+from hss_gate.pipeline import ScoreResult
 from hss_gate.progress import Progress, no_progress
-from hss_gate.redact import redacted_uri
-from hss_gate.sequential import look_confidence, look_record, look_sizes, stratified_order
-from hss_gate.settings import (
-    GateSettings,
-    HssSettings,
-    ScoreSettings,
-    candidate_generate,
-    read_candidate_file,
+from hss_gate.settings import GateSettings, HssSettings
+from hss_gate.workflows.gate_explanation import (
+    PerturbedTexts,
+    ScorerLoader,
+    add_attribution,
+    attribute,
+    gate_perturbations,
 )
-from hss_gate.summarizers.stored import SCHEME as SUMMARIES_SCHEME
-from hss_gate.summarizers.stored import Pairing, StoredSummarizer, pair_documents
-from hss_gate.tables import OPTIONAL_COLUMNS
-from hss_gate.workflows.shared import (
-    as_floats,
-    check_model,
-    load_documents,
-    restore_summaries,
-    score_drift,
-    score_frame,
-    validate_tables,
+from hss_gate.workflows.gate_explanation import attribute_side as attribute_side
+from hss_gate.workflows.gate_looks import Look, Looks, score_looks
+from hss_gate.workflows.gate_preparation import (
+    GateRequest,
+    GateRun,
+    Where,
+    decision_context,
+    prepare,
+    restore_production,
 )
+from hss_gate.workflows.gate_preparation import Role as Role
+from hss_gate.workflows.shared import score_drift, score_frame
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Say, Steps, silent
-
-
-@dataclass(kw_only=True)
-class GateRequest:
-    """What to gate: the candidate, production (default run.production_model) and where.
-    Built by field name only, so a new field cannot shift the others."""
-
-    candidate: str | None
-    production: str | None = None
-    corpus: str | None = None
-    limit: int | None = None
-    out: str | None = None
-    candidate_generate: dict[str, Any] = field(default_factory=dict)  # its own prompt, budget
-    candidate_file: str | Path | None = None  # models/candidate.yaml: uri, generate
-    junit: str | Path | None = None  # also write the checks as JUnit XML here
-    full: bool = False  # every document, no sequential stopping
-    override: tuple[str, str] | None = None  # (who, why): a human's override of a block
-    summary_words: int | None = None  # the length target of the length checks (and prompts)
-
-
-def override_request(by: str | None, reason: str | None) -> tuple[str, str] | None:
-    """A GateRequest's override from --override-by and --override-reason: None when neither is
-    given; one without the other is refused when the override is applied."""
-    return (by or "", reason or "") if by or reason else None
-
-
-def gate_request(
-    *,
-    candidate: str | None,
-    production: str | None = None,
-    corpus: str | None = None,
-    limit: int | None = None,
-    out: str | None = None,
-    candidate_prompt: str | None = None,
-    candidate_config: str | Path | None = None,
-    junit: str | Path | None = None,
-    full: bool = False,
-    override_by: str | None = None,
-    override_reason: str | None = None,
-    summary_words: int | None = None,
-) -> GateRequest:
-    """The GateRequest from the user's options, `hss gate`'s and the gate flow's alike: the
-    candidate's own prompt (--candidate-prompt) as its generation settings, its YAML file
-    (--candidate-config), and the override from --override-by and --override-reason."""
-    return GateRequest(
-        candidate=candidate,
-        production=production,
-        corpus=corpus,
-        limit=limit,
-        out=out,
-        candidate_generate={"prompt": candidate_prompt} if candidate_prompt else {},
-        candidate_file=candidate_config,
-        junit=junit,
-        full=full,
-        override=override_request(override_by, override_reason),
-        summary_words=summary_words,
-    )
-
-
-def decision_context(candidate: str, production: str | None) -> dict[str, str]:
-    """Who was compared, when, by which hss-gate version (a Decision's context fields)."""
-    return {
-        "candidate": redacted_uri(candidate),
-        "production": redacted_uri(production or ""),
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "hss_gate_version": __version__,
-    }
-
-
-def compare_runs(
-    candidate: ScoreResult, production: ScoreResult, score_settings: ScoreSettings, seed: int
-) -> dict[str, Any]:
-    """Paired comparison of the candidate with production on the same documents."""
-    return compare(
-        candidate.documents,
-        production.documents,
-        resamples=score_settings.bootstrap_resamples,
-        confidence=score_settings.confidence,
-        seed=seed,
-    )
-
-
-def gate_tables(candidate: ScoreResult, comparison: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
-    """The tables the suites validate: candidate documents, perturbations, category deltas."""
-    documents = as_floats(pd.DataFrame(candidate.documents))
-    return {
-        "documents": documents,
-        "perturbations": pd.DataFrame(candidate.perturbations),
-        "categories": pd.DataFrame(comparison["categories"]),
-    }
-
-
-def run_gate_checks(
-    tables: Mapping[str, pd.DataFrame],
-    gate: GateSettings,
-    docs: Sequence[Document],
-    perturbations_per_document: int,
-    docs_dir: Path | None,
-    hss_measured: bool = True,
-) -> list[dict[str, Any]]:
-    """The gate's checks (hss_gate.gate_checks) as Great Expectations suites on the documents
-    of this look (a category is checked on its own only with enough documents); Data Docs
-    into docs_dir. HSS not measured (stored summaries without perturbed ones): its checks are
-    skipped, not run on NaN."""
-    from hss_gate.expectations import gate_expectations
-
-    specs = gate_expectations(
-        gate,
-        categories=sorted({d.category for d in docs}),
-        n_documents=len(docs),
-        n_perturbations=len(docs) * perturbations_per_document,
-        optional_columns=[c for c in OPTIONAL_COLUMNS if c in tables["documents"]],
-        category_sizes=Counter(d.category for d in docs),
-        hss_measured=hss_measured,
-    )
-    return validate_tables(tables, specs, docs_dir)
 
 
 def gate_decision(
@@ -221,277 +99,6 @@ def write_decision(
     write_text_atomic(out / "decision.html", decision_report.decision_html(decision, examples))
 
 
-@dataclass
-class Where:
-    """Who is compared and where the decision goes: known before anything can fail and
-    completed as the settings load, so that a fail-closed decision says what is known."""
-
-    candidate: str
-    production: str | None
-    out_dir: Path
-
-    def context(self) -> dict[str, str]:
-        """The Decision's context fields."""
-        return decision_context(self.candidate, self.production)
-
-
-@dataclass
-class Role:
-    """One of the two compared models: its role, URI and the settings it generates with."""
-
-    name: str
-    uri: str
-    settings: HssSettings
-
-
-@dataclass
-class GateRun:
-    """What the gate's steps share once the settings, documents and constants are loaded."""
-
-    settings: HssSettings
-    out_dir: Path
-    candidate: Role
-    production: Role
-    docs: list[Document]
-    norm: Normalization
-    pairing: Pairing | None = None  # stored summaries: the documents both sides have
-    length_target: tuple[int, str] | None = None  # (words, where it came from)
-
-    @property
-    def roles(self) -> tuple[Role, Role]:
-        """The candidate, then production (the order they are scored in)."""
-        return self.candidate, self.production
-
-
-def candidate_settings(settings: HssSettings, own: Mapping[str, Any]) -> HssSettings:
-    """The settings the candidate generates with: production's, with its own generation
-    settings (prompt, system prompt, token budget) on top."""
-    generate = candidate_generate(settings.generate, dict(own))
-    return settings.model_copy(update={"generate": generate})
-
-
-def prepare(
-    load_settings: Callable[[], HssSettings],
-    request: GateRequest,
-    where: Where,
-    runner: ModelRunner,
-    steps: Steps,
-) -> GateRun:
-    """Load the settings, the candidate (its URI and own generation settings, from the request
-    or its file), the documents and the production constants; build both summarizers, so a
-    bad URI fails before any scoring."""
-    settings = steps.io(load_settings)
-    where.out_dir = Path(request.out or settings.gate.out)
-    where.production = where.production or settings.run.production_model
-    file_uri, file_generate = (
-        read_candidate_file(request.candidate_file) if request.candidate_file else (None, {})
-    )
-    where.candidate = request.candidate or file_uri or ""
-    if not where.candidate:
-        raise InputError("no candidate: give --candidate URI or a candidate file with a `uri`")
-    corpus = request.corpus or settings.run.corpus
-    docs = steps.io(load_documents, corpus, request.limit)
-    norm = steps.io(load_normalization, settings.score.normalization)
-    own = candidate_settings(settings, file_generate | request.candidate_generate)
-    run = GateRun(
-        settings,
-        where.out_dir,
-        Role("candidate", where.candidate, own),
-        Role("production", where.production, settings),
-        docs,
-        norm,
-    )
-    for role in run.roles:
-        steps.compute(check_model, role.uri, role.settings, runner.toolkit(settings).embedder)
-    held = {role.name: steps.io(stored_document_ids, role.uri) for role in run.roles}
-    if any(ids is not None for ids in held.values()):
-        run.pairing = steps.compute(pair_documents, [d.doc_id for d in docs], held)
-        run.docs = paired_documents(docs, run.pairing, settings.gate.max_dropped_share)
-    stored = steps.io(stored_summary_words, run.production.uri, [d.doc_id for d in run.docs])
-    run.length_target = length_target(request.summary_words, stored, settings)
-    if request.summary_words is not None or stored:  # else each side keeps its own
-        for role in run.roles:
-            update = {"summary_words": run.length_target[0]}
-            generate = role.settings.generate.model_copy(update=update)
-            role.settings = role.settings.model_copy(update={"generate": generate})
-    return run
-
-
-def stored_summary_words(uri: str, doc_ids: Sequence[str]) -> list[int] | None:
-    """The word counts of a `summaries:` URI's summaries of these documents; None for a model
-    that generates its own."""
-    scheme, _, target = uri.partition(":")
-    if scheme != SUMMARIES_SCHEME:
-        return None
-    summaries = StoredSummarizer.from_target(target).summaries
-    return [len(summaries[d].split()) for d in doc_ids if d in summaries]
-
-
-def length_target(
-    stated: int | None, production_words: Sequence[int] | None, settings: HssSettings
-) -> tuple[int, str]:
-    """The length the summarizes checks (near-empty, overlong) judge against: the stated one
-    (--summary-words), else the median length of production's stored summaries, else the length
-    the prompt asks for (generate.summary_words)."""
-    if stated is not None:
-        if stated < 1:
-            raise InputError("--summary-words must be at least 1")
-        return stated, "--summary-words"
-    if production_words:
-        median = max(1, round(float(np.median(production_words))))
-        return median, "the median length of production's stored summaries"
-    return settings.generate.summary_words, "generate.summary_words (the length asked for)"
-
-
-def stored_document_ids(uri: str) -> set[str] | None:
-    """The doc_ids a `summaries:` URI's file has summaries of; None for a model that generates
-    its own summaries (it has every document)."""
-    scheme, _, target = uri.partition(":")
-    if scheme != SUMMARIES_SCHEME:
-        return None
-    return StoredSummarizer.from_target(target).document_ids()
-
-
-def paired_documents(docs: list[Document], pairing: Pairing, max_share: float) -> list[Document]:
-    """The documents both runs have summaries of; a one-line error when more than
-    gate.max_dropped_share of the corpus is dropped (never a silent mismatch)."""
-    if not pairing.kept or pairing.share_dropped() > max_share:
-        raise InputError(
-            f"{pairing.text()}: more than gate.max_dropped_share {max_share:.0%} of the corpus "
-            "(check that both summaries files and the corpus share doc_ids)"
-        )
-    kept = set(pairing.kept)
-    return [d for d in docs if d.doc_id in kept]
-
-
-def restore_production(run: GateRun, runner: ModelRunner, steps: Steps, say: Say) -> str:
-    """Production's stored summaries and perturbations back into the cache when its
-    fingerprint matches the baseline's; one line saying what happened."""
-    production = run.production
-    if production.uri.partition(":")[0] == SUMMARIES_SCHEME:
-        restored = "read from its summaries file (nothing generated, nothing restored)"
-        say(f"production: {restored}")
-        return restored
-    stored = Path(run.settings.run.baseline_dir) / "reference"
-    tools = runner.toolkit(run.settings)
-    restored = steps.io(
-        restore_summaries, stored, production.uri, run.docs, production.settings, tools
-    )
-    say(f"production: {restored}")
-    return restored
-
-
-@dataclass
-class Scored:
-    """Each role's runs over the looks so far, its latest run metadata, and how many summaries
-    it generated (None once a run did not say)."""
-
-    parts: dict[str, list[ScoreResult]] = field(
-        default_factory=lambda: {"candidate": [], "production": []}
-    )
-    metas: dict[str, dict[str, Any]] = field(default_factory=dict)
-    generated: dict[str, int | None] = field(
-        default_factory=lambda: {"candidate": 0, "production": 0}
-    )
-
-    def add(self, role: str, result: ScoreResult, meta: dict[str, Any]) -> None:
-        """One more batch of a role's documents."""
-        self.parts[role].append(result)
-        self.metas[role] = meta
-        made, so_far = meta.get("summaries_generated"), self.generated[role]
-        self.generated[role] = None if made is None or so_far is None else so_far + made
-
-    def merged(self, settings: HssSettings) -> tuple[ScoreResult, ScoreResult]:
-        """The candidate's and production's runs over every document scored so far."""
-        return (
-            merge_results(self.parts["candidate"], settings),
-            merge_results(self.parts["production"], settings),
-        )
-
-
-@dataclass
-class Look:
-    """One look: both runs over the documents seen so far, compared and checked."""
-
-    documents: int
-    candidate: ScoreResult
-    production: ScoreResult
-    comparison: dict[str, Any]
-    checks: list[dict[str, Any]]
-    verdict: str
-
-
-@dataclass
-class Looks:
-    """The looks that were taken (the last one decides) and what they scored."""
-
-    planned: int
-    level: float
-    available: int
-    scored: Scored = field(default_factory=Scored)
-    taken: list[Look] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)  # as decision.json keeps them
-
-    @property
-    def last(self) -> Look:
-        """The look that settled the decision."""
-        return self.taken[-1]
-
-
-def score_looks(
-    run: GateRun, full: bool, runner: ModelRunner, steps: Steps, progress: Progress, say: Say
-) -> Looks:
-    """Score both models look by look in a fixed stratified order (hss_gate.sequential: each
-    look at its Bonferroni-spent confidence level) until a look settles; `full`: one look."""
-    order = stratified_order(run.docs, lambda d: d.category)
-    plan = look_sizes(len(order), len({d.category for d in order}), full)
-    looks = Looks(len(plan), look_confidence(run.settings.score.confidence, len(plan)), len(order))
-    start = 0
-    for i, n in enumerate(plan):
-        say(f"look {i + 1} of {len(plan)}: {n} of {len(order)} documents")
-        for role in run.roles:
-            say(f"{role.name} {redacted_uri(role.uri)}")
-            result, meta = runner(role.uri, order[start:n], role.settings, run.norm, progress)
-            looks.scored.add(role.name, result, meta)
-        look = check_look(run, looks, order[:n], i == len(plan) - 1, steps)
-        looks.taken.append(look)
-        looks.records.append(look_record(n, looks.level, look.comparison["signals"], look.verdict))
-        if look.verdict != "continue":
-            break
-        start = n
-    return looks
-
-
-def check_look(
-    run: GateRun, looks: Looks, seen: Sequence[Document], last: bool, steps: Steps
-) -> Look:
-    """Compare both runs over the documents seen at the look's confidence level, run the
-    suites on the candidate's tables and give the look's verdict
-    (hss_gate.decision_rule.judge_look)."""
-    settings = run.settings
-    candidate, production = looks.scored.merged(settings)
-    at_level = settings.score.model_copy(update={"confidence": looks.level})
-    comparison = steps.compute(compare_runs, candidate, production, at_level, settings.perturb.seed)
-    tables = steps.compute(gate_tables, candidate, comparison)
-    judged = judge_look(
-        comparison,
-        production.documents,
-        settings.gate,
-        lambda gate: steps.compute(
-            run_gate_checks,
-            tables,
-            gate,
-            seen,
-            len(settings.perturb.strengths) * settings.perturb.k,
-            run.out_dir / "data_docs",
-            comparison.get("hss_measured", True),
-        ),
-        last=last,
-    )
-    checks, verdict = judged.checks, judged.verdict
-    return Look(len(seen), candidate, production, comparison, checks, verdict)
-
-
 def write_runs(run: GateRun, looks: Looks, steps: Steps) -> None:
     """Each model's score tables and report over the documents used, to OUT/<role>/."""
     last = looks.last
@@ -511,173 +118,6 @@ def measure_drift(run: GateRun, look: Look, steps: Steps) -> dict[str, Any]:
         run.out_dir,
         f"{run.candidate.uri} against production {run.production.uri}",
     )
-
-
-ScorerLoader = Callable[[str, HssSettings], Any]
-"""Builds the teacher-forced likelihood scorer of a model URI with a role's settings; raises
-ModelError for a model without one (stored summaries, openai:, extractive)."""
-PerturbedTexts = Callable[[Role, Sequence[Document]], dict[str, list[str]]]
-"""A role's perturbed versions of each document: the texts HSS scored."""
-
-
-def gate_perturbations(runner: ModelRunner) -> PerturbedTexts:
-    """The perturbed texts HSS scored (hss_gate.pipeline.make_perturbations, from the cache)."""
-
-    def texts(role: Role, docs: Sequence[Document]) -> dict[str, list[str]]:
-        from hss_gate.cache import Cache
-        from hss_gate.gate_attribution import in_explained_order
-        from hss_gate.pipeline import make_perturbations
-
-        cache = Cache(role.settings.run.cache_dir)
-        try:
-            made = make_perturbations(docs, role.settings, runner.toolkit(role.settings), cache)
-        finally:
-            cache.close()
-        return {
-            doc_id: in_explained_order([(p.index, p.text) for p in ps])
-            for doc_id, ps in made.items()
-        }
-
-    return texts
-
-
-def attribute_side(
-    role: Role,
-    docs: Sequence[Document],
-    base: Mapping[str, str],
-    perturbed: PerturbedTexts,
-    scorers: ScorerLoader,
-    say: Say = silent,
-    restore: Mapping[str, bytes] | None = None,
-) -> Any:
-    """One side's attribution instability on `docs` (hss_gate.gate_attribution.Side); a model
-    without a likelihood is not measured, with the reason. `restore`: stored results (the
-    baseline's, hss_gate.gate_attribution.read_baseline_results) put into the run cache first;
-    the side counts the documents whose result was one of them."""
-    from hss_gate.cache import Cache
-    from hss_gate.gate_attribution import NAMESPACE, Side, explain_documents
-
-    side = Side(redacted_uri(role.uri))
-    started = dt.datetime.now(dt.UTC)
-    try:
-        scorer = scorers(role.uri, role.settings)
-    except ModelError as exc:
-        side.not_measured = error_message(exc)
-        say(f"attribution {role.name}: not measured ({side.not_measured})")
-        return side
-    side.load_seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
-    texts = perturbed(role, docs)
-
-    def said(explained: Any) -> None:
-        say(
-            f"attribution {role.name} {explained.doc_id}: rank instability {explained.rank:.3f} "
-            f"({explained.sentences} sentences, {explained.evaluations} evaluations, "
-            f"{'cached' if explained.cached else f'{explained.seconds:.1f} s'})"
-        )
-
-    cache = Cache(role.settings.run.cache_dir)
-    try:
-        if restore:
-            cache.put_many(NAMESPACE, dict(restore))
-        found = explain_documents(scorer, cache, docs, base, texts, role.settings, said)
-    finally:
-        cache.close()
-    side.documents = [explained for _, explained in found]
-    if restore is not None:
-        side.restored = sum(key in restore for key, _ in found)
-        say(
-            f"attribution {role.name}: {side.restored} of {len(docs)} documents restored from "
-            "the baseline"
-        )
-    return side
-
-
-def base_summaries(result: ScoreResult) -> dict[str, str]:
-    """doc_id -> the base summary (summaries table, strength "base")."""
-    return {r["doc_id"]: r["summary"] for r in result.summaries if r["strength"] == "base"}
-
-
-def add_attribution_column(result: ScoreResult, side: Any) -> None:
-    """The `attribution_instability` column in a side's documents rows: the explained
-    documents' values, NaN for the others (a side not measured gets no column)."""
-    from hss_gate.gate_attribution import COLUMN
-
-    if side.not_measured is not None:
-        return
-    values = {d.doc_id: d.rank for d in side.documents}
-    for row in result.documents:
-        row[COLUMN] = float(values.get(row["doc_id"], float("nan")))
-
-
-def attribution_checks(
-    candidate: ScoreResult, gate: GateSettings, docs_dir: Path | None
-) -> list[dict[str, Any]]:
-    """The attribution checks on the candidate's explained documents only: the column is
-    there, not null and in range, and its mean at most gate.max_attribution_instability."""
-    from hss_gate.expectations import OPTIONAL_DOCUMENT_RULES, to_expectation
-    from hss_gate.gate_attribution import COLUMN
-    from hss_gate.gate_checks import DOCUMENTS, column_checks, severity_checks
-
-    rows = [r for r in candidate.documents if np.isfinite(r.get(COLUMN, np.nan))]
-    frame = pd.DataFrame({"doc_id": [r["doc_id"] for r in rows], COLUMN: [r[COLUMN] for r in rows]})
-    declared = column_checks(gate, DOCUMENTS, {COLUMN: OPTIONAL_DOCUMENT_RULES[COLUMN]})
-    declared += [c for c in severity_checks(gate, [COLUMN]) if c.column == COLUMN]
-    specs = [to_expectation(c) for c in declared]
-    return validate_tables({DOCUMENTS: frame}, specs, docs_dir)
-
-
-def attribute(
-    run: GateRun,
-    look: Look,
-    perturbed: PerturbedTexts,
-    scorers: ScorerLoader,
-    steps: Steps,
-    say: Say = silent,
-) -> dict[str, Any] | None:
-    """On request (gate.attribution_documents = N > 0): explain the deciding look's first N
-    documents on both sides, add each side's `attribution_instability` column, and check the
-    candidate's mean against gate.max_attribution_instability when it is set (the check joins
-    the look's checks, so it blocks like them). Production's results stored with the baseline
-    (BASELINE/attribution.jsonl, `hss baseline --stage attribution`) are restored first: a
-    document whose model, text, summary, perturbations and settings are the stored ones is not
-    explained again. Returns decision.json's metrics.attribution."""
-    from hss_gate.gate_attribution import BASELINE_FILE, attribution_record, read_baseline_results
-
-    gate = run.settings.gate
-    n = gate.attribution_documents
-    if n <= 0:
-        return None
-    by_id = {d.doc_id: d for d in run.docs}
-    docs = [by_id[r["doc_id"]] for r in look.candidate.documents[:n]]
-    say(f"attribution: {len(docs)} document(s) per side, sentence-level SHAP")
-    stored = Path(run.settings.run.baseline_dir) / BASELINE_FILE
-    restore = steps.io(read_baseline_results, stored)
-    if restore is None:
-        say(f"attribution production: no {stored}, nothing to restore")
-    sides = {}
-    for role, result in ((run.candidate, look.candidate), (run.production, look.production)):
-        kept = restore if role is run.production else None
-        side = attribute_side(role, docs, base_summaries(result), perturbed, scorers, say, kept)
-        add_attribution_column(result, side)  # in place: not a task that may copy its inputs
-        sides[role.name] = side
-    score = run.settings.score
-    record = steps.compute(
-        attribution_record,
-        sides["candidate"],
-        sides["production"],
-        gate.attribution,
-        n,
-        resamples=score.bootstrap_resamples,
-        confidence=score.confidence,
-        seed=run.settings.perturb.seed,
-    )
-    if gate.max_attribution_instability is not None:
-        if sides["candidate"].not_measured is None and sides["candidate"].values():
-            look.checks += steps.compute(attribution_checks, look.candidate, gate, None)
-            record["checked"] = True
-        else:
-            record["checked"] = False
-    return record
 
 
 def decide_gate(
@@ -723,21 +163,6 @@ def decide_gate(
         f"{run.settings.score.confidence:.0%})",
     )
     return decision
-
-
-def add_attribution(decision: Decision, record: Mapping[str, Any]) -> None:
-    """metrics.attribution and a note beside HSS; a threshold set but not checkable (the
-    candidate not measured) is said."""
-    from hss_gate.gate_attribution import attribution_text
-
-    decision.metrics["attribution"] = dict(record)
-    decision.add_note("attribution.instability", attribution_text(record))
-    if record.get("checked") is False:
-        decision.add_note(
-            "attribution.not_checked",
-            "gate.max_attribution_instability is set but the candidate's attribution "
-            "instability was not measured: not checked",
-        )
 
 
 def gate_steps(

@@ -373,7 +373,9 @@ GATE_FAULTS = {
     "score production": (_fail_call(2, RuntimeError("injected: segfault-ish")), "segfault-ish"),
     "interrupted": (_fail_call(2, KeyboardInterrupt()), "interrupted"),
     "gx checks": (
-        _patch("hss_gate.workflows.gate.run_gate_checks", RuntimeError("injected: gx crashed")),
+        _patch(
+            "hss_gate.workflows.gate_looks.run_gate_checks", RuntimeError("injected: gx crashed")
+        ),
         "gx crashed",
     ),
     "drift": (

@@ -30,7 +30,9 @@ from hss_gate.instability_metrics import instability
 from hss_gate.pipeline import ScoreResult
 from hss_gate.research.likelihood import OverlapScorer
 from hss_gate.settings import GateAttributionSettings, HssSettings
-from hss_gate.workflows.gate import GateRun, Look, Role, add_attribution, attribute
+from hss_gate.workflows.gate_explanation import add_attribution, attribute
+from hss_gate.workflows.gate_looks import Look
+from hss_gate.workflows.gate_preparation import GateRun, Role
 from hss_gate.workflows.steps import DIRECT
 
 pytestmark = pytest.mark.unit

@@ -5,8 +5,9 @@ A stored reference run is written by hand (summaries, edit log, perturbations ta
 with the perturbation settings and models), as `hss baseline --stage scores` writes one. The gate's
 perturbations are its own route: the stored run's perturbations seeded into its run cache (as
 `restore_production` does) and read back by pipeline.make_perturbations through
-workflows.gate.gate_perturbations. Two strength bands, k = 2 and two explained perturbations
-per document, so the order the texts are explained in matters (index 0 of each band first).
+workflows.gate_explanation.gate_perturbations. Two strength bands, k = 2 and two explained
+perturbations per document, so the order the texts are explained in matters (index 0 of each band
+first).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ from hss_gate.sequential import stratified_order
 from hss_gate.settings import GateAttributionSettings, HssSettings, PerturbSettings
 from hss_gate.stored_run import load_stored_run, seed_perturbations
 from hss_gate.workflows.baseline_attribution import run_attribution_stage
-from hss_gate.workflows.gate import GateRun, Look, Role, attribute, gate_perturbations
+from hss_gate.workflows.gate_explanation import attribute, gate_perturbations
+from hss_gate.workflows.gate_looks import Look
+from hss_gate.workflows.gate_preparation import GateRun, Role
 from hss_gate.workflows.steps import DIRECT
 
 pytestmark = pytest.mark.unit

@@ -240,7 +240,7 @@ def test_the_reference_corpus_first_look_declares_no_per_category_check():
 
 
 def test_a_gate_request_is_built_by_field_name_only():
-    from hss_gate.workflows.gate import GateRequest, override_request
+    from hss_gate.workflows.gate_preparation import GateRequest, override_request
 
     with pytest.raises(TypeError):
         GateRequest("gguf:x", None, None, 4)  # a new field cannot shift the others

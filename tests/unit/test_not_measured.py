@@ -29,7 +29,7 @@ from hss_gate.settings import GateSettings, HssSettings, PerturbSettings
 from hss_gate.summarizers.stored import StoredSummarizer, pair_documents, perturbed_id
 from hss_gate.tables import HSS_DOCUMENT_COLUMNS
 from hss_gate.toolkit import Toolkit
-from hss_gate.workflows.gate import paired_documents
+from hss_gate.workflows.gate_preparation import paired_documents
 from tests.conftest import REPO, FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 
