@@ -49,7 +49,6 @@ from hss_gate.workflows.gate_explanation import (
     attribute,
     gate_perturbations,
 )
-from hss_gate.workflows.gate_explanation import attribute_side as attribute_side
 from hss_gate.workflows.gate_looks import Look, Looks, score_looks
 from hss_gate.workflows.gate_preparation import (
     GateRequest,
@@ -59,7 +58,6 @@ from hss_gate.workflows.gate_preparation import (
     prepare,
     restore_production,
 )
-from hss_gate.workflows.gate_preparation import Role as Role
 from hss_gate.workflows.shared import score_drift, score_frame
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Say, Steps, silent
 

@@ -71,7 +71,7 @@ from hss_gate.workflows.shared import as_floats, score_drift, score_frame, valid
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Steps
 
 if TYPE_CHECKING:
-    from hss_gate.workflows.gate import PerturbedTexts, ScorerLoader
+    from hss_gate.workflows.gate_explanation import PerturbedTexts, ScorerLoader
 
 TREND_RUNS = 20
 

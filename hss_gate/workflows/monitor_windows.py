@@ -29,7 +29,7 @@ from hss_gate.toolkit import Toolkit
 from hss_gate.workflows.steps import ModelRunner, Say, Steps, silent
 
 if TYPE_CHECKING:
-    from hss_gate.workflows.gate import PerturbedTexts, ScorerLoader
+    from hss_gate.workflows.gate_explanation import PerturbedTexts, ScorerLoader
 
 Explain = Callable[[list[Any], list[Any]], dict[str, Any]]
 """The attribution instability of a reference and a current window's samples (monitor.json's
@@ -315,7 +315,8 @@ def attribute_windows(
     with the reason. `perturbed` and `scorers` are the gate's (workflows.gate)."""
     from hss_gate.gate_attribution import windows_record
     from hss_gate.monitor import attribution_window_test
-    from hss_gate.workflows.gate import Role, attribute_side
+    from hss_gate.workflows.gate_explanation import attribute_side
+    from hss_gate.workflows.gate_preparation import Role
 
     n = settings.monitor.attribution_documents
     loaded: dict[str, Any] = {}
@@ -367,7 +368,8 @@ def window_explainer(
     requested = settings.monitor.attribution_documents
     if requested <= 0:
         return None
-    from hss_gate.workflows.gate import gate_perturbations, load_attribution_scorer
+    from hss_gate.gate_attribution import load_attribution_scorer
+    from hss_gate.workflows.gate_explanation import gate_perturbations
 
     def explain(ref: list[Any], current: list[Any]) -> dict[str, Any]:
         try:
