@@ -20,8 +20,8 @@ from prefect import flow, get_run_logger
 
 from flows.scoring import DaskRunner, add_common_arguments
 from flows.tasks import PREFECT_STEPS, publish, settings_loader
+from hss_gate.decision_record import Decision
 from hss_gate.errors import error_message
-from hss_gate.gate import Decision
 from hss_gate.progress import plain_progress
 
 

@@ -87,7 +87,7 @@ def monitor_flow(
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: python -m flows.monitor [--samples URL] [...]; returns the exit code."""
-    from hss_gate.monitor import EXIT_CODES
+    from hss_gate.monitor_rules import EXIT_CODES
 
     parser = argparse.ArgumentParser(prog="python -m flows.monitor", description=__doc__)
     parser.add_argument("--samples", default=None, help="store URL (default: monitor.samples_url)")

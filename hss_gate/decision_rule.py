@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gate.gate import Decision, Effect, Finding, texts_of
+from hss_gate.decision_record import Decision, Effect, Finding, texts_of
 from hss_gate.paired_comparison import NOT_MEASURED_TEXT
 from hss_gate.settings import GateSettings
 from hss_gate.summary_signals import margins, relative_bounds, rewriting

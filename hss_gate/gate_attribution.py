@@ -17,7 +17,7 @@ whose model has no teacher-forced likelihood (stored `summaries:`, `openai:`, ex
 The monitor (monitor.attribution_documents) explains served samples the same way, the served
 summary as the target, the newest N of its reference and of its current window with the
 deployed model: `windows_record` compares the two windows (independent samples: a bootstrap CI
-of the difference of the means; the reported Mann-Whitney test is hss_gate.monitor's).
+of the difference of the means; the reported Mann-Whitney test is hss_gate.monitor_rules's).
 
 Production's results are restored with the baseline, as its summaries are: the dvc stage
 `attribution` (`hss baseline --stage attribution`) explains the first baseline.attribution_documents

@@ -3,7 +3,7 @@
 A `Check` is a plain record: a stable code, the table and column it reads, the bound, and
 whether its failure blocks a promotion or is only reported. The gate's and the monitor's checks
 are declared here from the settings; hss_gate.expectations turns them into Great Expectations
-suites and runs them; hss_gate.gate decides on the results.
+suites and runs them; hss_gate.decision_record decides on the results.
 
 Codes are `<signal>.<what>`, the signal being the `decided_by` value a failed check gives:
 `data.*` (data quality), `not_summarizing.*`, `facts.*`, `form.*` and `hss.*` (see CODES).
@@ -370,7 +370,7 @@ def monitor_checks(
 ) -> list[Check]:
     """The live monitor's checks of the rescored samples: data quality of the documents table
     (`columns`) and the absolute checks. Any failure makes the run unhealthy
-    (hss_gate.monitor.monitor_verdict), so every check blocks."""
+    (hss_gate.monitor_rules.monitor_verdict), so every check blocks."""
     checks = [
         *column_checks(gate, DOCUMENTS, columns),
         unique_check(gate, DOCUMENTS, "doc_id"),

@@ -42,7 +42,7 @@ from hss_gate.summarizers.gguf import (
 )
 
 
-class LikelihoodScorer(Protocol):
+class LikelihoodModel(Protocol):
     """Scores one summary against many documents (teacher forcing)."""
 
     fingerprint: str
@@ -73,7 +73,7 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
-class HfLikelihoodScorer:
+class HfLikelihood:
     """Teacher forcing on a transformers checkpoint.
 
     Causal models reuse the key/value cache of a recently scored prompt (`prefix_anchors`
@@ -109,7 +109,7 @@ class HfLikelihoodScorer:
         self.tokens_computed = 0  # prompt + summary tokens actually run through the model
 
     @classmethod
-    def from_summarizer(cls, summarizer: Any) -> HfLikelihoodScorer:
+    def from_summarizer(cls, summarizer: Any) -> HfLikelihood:
         return cls(summarizer.source, summarizer.settings, summarizer)
 
     @property
@@ -367,7 +367,7 @@ def segment_starts(summary: str, segments: Sequence[str]) -> list[int]:
 
 def gguf_transformers_scorer(
     name_or_path: str, settings: GenerateSettings, models_dir: str, dtype: str = "float32"
-) -> HfLikelihoodScorer:
+) -> HfLikelihood:
     """Teacher forcing of a verified GGUF file with transformers (weights dequantized), with
     the prompt its GgufSummarizer uses (chat template, or the completion prompt of base models)."""
     from hss_gate.summarizers.hf import HfSummarizer
@@ -380,7 +380,7 @@ def gguf_transformers_scorer(
         completion_template=COMPLETION_PROMPT if style == "completion" else None,
         fingerprint=f"gguf:{digest[:16]}:transformers:{style}",
     )
-    return HfLikelihoodScorer(str(path), settings, summarizer, dtype=dtype)
+    return HfLikelihood(str(path), settings, summarizer, dtype=dtype)
 
 
 # --------------------------------------------------------------------------- gguf
@@ -400,7 +400,7 @@ def _gbnf_literal(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-class GgufLikelihoodScorer:
+class GgufLikelihood:
     """Forced decoding through llama.cpp (xllamacpp): raw log-probabilities of given tokens.
 
     One evaluation = prompt processing + one decode step per summary token. `parallel` > 1
@@ -438,7 +438,7 @@ class GgufLikelihoodScorer:
         self.evaluations = 0
 
     @classmethod
-    def from_summarizer(cls, summarizer: Any, parallel: int = 1) -> GgufLikelihoodScorer:
+    def from_summarizer(cls, summarizer: Any, parallel: int = 1) -> GgufLikelihood:
         """Share the summarizer's llama.cpp server instead of loading the model again."""
         return cls(
             str(summarizer.path),
@@ -520,7 +520,7 @@ def likelihood_scorer(
     models_dir: str,
     backend: str = "llama.cpp",
     dtype: str = "float32",
-) -> LikelihoodScorer:
+) -> LikelihoodModel:
     """The teacher-forced scorer of a summarizer's model URI (gguf: through llama.cpp or
     transformers, hf:), with the prompt settings it generates with; ModelError for a model
     without token probabilities (stored summaries, openai:, extractive)."""
@@ -528,9 +528,9 @@ def likelihood_scorer(
     if scheme == "gguf" and target and backend == "transformers":
         return gguf_transformers_scorer(target, settings, models_dir, dtype=dtype)
     if scheme == "gguf" and target:
-        return GgufLikelihoodScorer(target, settings, models_dir)
+        return GgufLikelihood(target, settings, models_dir)
     if scheme == "hf" and target:
-        return HfLikelihoodScorer(target, settings, dtype=dtype)
+        return HfLikelihood(target, settings, dtype=dtype)
     raise ModelError(
         f"no teacher-forced likelihood for '{scheme}:' models: attribution needs a gguf: or hf: "
         "model (stored summaries, extractive and openai: summarizers expose no token "

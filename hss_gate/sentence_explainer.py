@@ -33,7 +33,7 @@ from hss_gate.sentences import split_sentences
 from hss_gate.shapley import Estimate, Game, kernel_shap, lime, permutation_shap
 
 if TYPE_CHECKING:
-    from hss_gate.likelihood import LikelihoodScorer
+    from hss_gate.likelihood import LikelihoodModel
 
 SENTENCE_METHODS = ("kernel", "permutation", "lime")
 Method = Literal["kernel", "permutation", "lime"]
@@ -69,7 +69,7 @@ class SentenceGame:
 
     def __init__(
         self,
-        scorer: LikelihoodScorer,
+        scorer: LikelihoodModel,
         features: SentenceFeatures,
         summary: str,
         segments: Sequence[str] | None = None,
@@ -159,7 +159,7 @@ def estimate(
 
 
 def explain_sentences(
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     document: str,
     summary: str,
     settings: SentenceAttributionSettings,

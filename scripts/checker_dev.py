@@ -122,14 +122,14 @@ def lm_subset(
 def cmd_lm(args) -> int:
     import torch
 
-    from hss_gate.consistency.lm_contrast import ContrastScorer, load_lm
+    from hss_gate.consistency.lm_contrast import ContrastModel, load_lm
 
     torch.set_num_threads(args.threads)
     cache = JsonlCache(Path(args.cache) / "lm_contrast.jsonl")
     t0 = time.time()
     model, tok, fp = load_lm(args.models_dir)
     print(f"loaded {fp} in {time.time() - t0:.1f} s", flush=True)
-    scorer = ContrastScorer(model, tok, fp, max_source_tokens=args.max_source_tokens)
+    scorer = ContrastModel(model, tok, fp, max_source_tokens=args.max_source_tokens)
     sets = lm_subset(load_sets(), args.per_set)
     done = computed = 0
     spent = 0.0

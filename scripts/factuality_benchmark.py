@@ -138,7 +138,7 @@ def main() -> int:
         consistency_model.save_factcc_weights(args.weights, weights)
     print(f"weights {weights.fingerprint}: {json.dumps(weights.provenance)}")
     ablations = ablation_models(tagged, encode, args.seed)
-    scorer = pair_scorer.FactualityScorer(weights, encode)
+    scorer = pair_scorer.FactualityComparators(weights, encode)
 
     items: dict[str, list[dict]] = {}
     feature_cache: dict[str, list[np.ndarray]] = {}

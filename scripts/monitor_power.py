@@ -65,7 +65,7 @@ def score(frank: Path, out: Path) -> None:
     began = time.perf_counter()
     rows = served_signals(samples, tools, settings)
     seconds = time.perf_counter() - began
-    from hss_gate.monitor import WINDOW_COLUMNS
+    from hss_gate.monitor_rules import WINDOW_COLUMNS
 
     # every window column (the reported tests' too), though `simulate` measures the blocking ones
     frame = pd.DataFrame(rows)
@@ -102,7 +102,7 @@ def _degrade(rng: random.Random, window: list[dict], drop: float, bad: list[dict
 
 def _note(reference: list[dict], current: list[dict], alpha: float) -> bool:
     """Whether any reported (never blocking) window test is significant at `alpha`."""
-    from hss_gate.monitor import reported_window_tests, window_signal_values
+    from hss_gate.monitor_rules import reported_window_tests, window_signal_values
 
     tests = reported_window_tests(
         window_signal_values(reference), window_signal_values(current), alpha
@@ -111,7 +111,7 @@ def _note(reference: list[dict], current: list[dict], alpha: float) -> bool:
 
 
 def _alarm(reference: list[dict], current: list[dict], alpha: float) -> bool:
-    from hss_gate.monitor import blocking_signal_values, window_tests
+    from hss_gate.monitor_rules import blocking_signal_values, window_tests
 
     # the blocking tests only: the reported ones never make a run unhealthy
     tests = window_tests(blocking_signal_values(reference), blocking_signal_values(current), alpha)

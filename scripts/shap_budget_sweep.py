@@ -14,7 +14,7 @@ from hss_gate.cache import Cache
 from hss_gate.inputs import load_corpus
 from hss_gate.instability_metrics import spearman
 from hss_gate.research.attribution import AttributionSettings, shap_attribution
-from hss_gate.research.likelihood import CachedScorer, load_scorer
+from hss_gate.research.likelihood import CachedLikelihood, load_scorer
 from hss_gate.settings import load_settings
 from hss_gate.summarizers import load_summarizer
 from hss_gate.summarizers.base import truncate_words
@@ -28,7 +28,7 @@ def main() -> None:
     doc = load_corpus(settings.run.corpus, limit=1)[0]
     text = truncate_words(doc.text, words) if words else doc.text
     summary = load_summarizer(model, settings).summarize([text])[0]
-    scorer = CachedScorer(
+    scorer = CachedLikelihood(
         load_scorer(model, settings, exp.attribution_backend, exp.attribution_dtype), Cache(None)
     )
     seed = settings.perturb.seed

@@ -75,7 +75,7 @@ def monitor(
     worse than the model's own reference window (or a failed check, or the floor where
     monitor.floor_blocking), 2 = error, 3 = insufficient data (no reference window yet, or too
     few samples for a reference and a current window that do not overlap)."""
-    from hss_gate.monitor import EXIT_CODES
+    from hss_gate.monitor_rules import EXIT_CODES
     from hss_gate.runner import LocalRunner
     from hss_gate.workflows.alerts import alert_monitor
     from hss_gate.workflows.monitor import MonitorRequest, pin_reference, run_monitor

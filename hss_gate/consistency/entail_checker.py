@@ -5,7 +5,7 @@ The source is split into sentences (`hss_gate.sentences.split_sentences`) and co
 sentences are grouped into non-overlapping chunks of at most `chunk_words` words (a longer
 sentence is a chunk of its own). For each summary sentence the `top_k` chunks holding the
 source sentence most similar to it (SBERT cosine) are cross-encoded, P(chunk supports sentence)
-(`entailment.EntailmentScorer`; a pair longer than the encoder's window loses the premise's
+(`entailment.EntailmentModel`; a pair longer than the encoder's window loses the premise's
 tail first, the hypothesis is kept); the other cells of the matrix are 0. `checker.load_checker`
 turns the matrix into verdicts (`MatrixChecker`: each sentence's best chunk, then the mean or the
 minimum over sentences).
@@ -29,7 +29,7 @@ from hss_gate.errors import ModelError
 from hss_gate.sentences import SPLITTER_VERSION, split_sentences
 
 if TYPE_CHECKING:
-    from hss_gate.consistency.entailment import EntailmentScorer
+    from hss_gate.consistency.entailment import EntailmentModel
 
 PairScores = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 """(premises, hypotheses) -> P(supported) of each aligned pair, in [0, 1]."""
@@ -158,11 +158,11 @@ def verified_adapter(path: Path, sha256: str | None) -> str:
 
 def load_entailment_scorer(
     adapter: Path, sha256: str | None, base_dir: Path | None = None, batch_size: int = 16
-) -> EntailmentScorer:
-    """An `EntailmentScorer` with the adapter (verified first) on the base encoder (`base_dir`,
+) -> EntailmentModel:
+    """An `EntailmentModel` with the adapter (verified first) on the base encoder (`base_dir`,
     default the embedded all-MiniLM-L6-v2, verified)."""
     from hss_gate.consistency.entailment import (
-        EntailmentScorer,
+        EntailmentModel,
         build_cross_encoder,
         embedded_base_dir,
         load_adapter,
@@ -187,10 +187,10 @@ def load_entailment_scorer(
     except Exception as exc:  # a file safetensors or transformers cannot read
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())
         raise ModelError(f"{adapter}: cannot load the entail checker ({reason})") from exc
-    return EntailmentScorer(tokenizer, model, config, f"entail:{digest[:12]}", batch_size)
+    return EntailmentModel(tokenizer, model, config, f"entail:{digest[:12]}", batch_size)
 
 
-class LazyEntailmentScorer:
+class LazyEntailmentModel:
     """`load_entailment_scorer` on the first pair scored; each call runs on `threads` torch
     threads, else on those of the innermost `embedding.torch_threads`, else torch's own."""
 
@@ -202,7 +202,7 @@ class LazyEntailmentScorer:
         threads: int | None = None,
     ) -> None:
         self.adapter, self.sha256, self.base_dir, self.threads = adapter, sha256, base_dir, threads
-        self._scorer: EntailmentScorer | None = None
+        self._scorer: EntailmentModel | None = None
         self._default_threads = 0
 
     def __call__(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
@@ -237,5 +237,5 @@ def load_entail_matrix(
     path = shipped if adapter is None else Path(adapter)
     pin = entail_release.ENTAIL_ADAPTER_SHA256 if path.resolve() == shipped.resolve() else None
     digest = verified_adapter(path, pin)
-    scores = LazyEntailmentScorer(path, digest, base_dir, threads)
+    scores = LazyEntailmentModel(path, digest, base_dir, threads)
     return EntailMatrix(scores, encode, digest, top_k, chunk_words)

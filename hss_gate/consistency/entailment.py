@@ -197,7 +197,7 @@ def embedded_base_dir() -> Path:
     return model_store.weight_paths(model)[0].parent
 
 
-class EntailmentScorer:
+class EntailmentModel:
     """P(supported) of (premise, hypothesis) pairs with a loaded cross-encoder."""
 
     def __init__(

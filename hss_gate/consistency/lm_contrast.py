@@ -72,7 +72,7 @@ def load_lm(
     return model, tokenizer, f"{scorer.fingerprint}:pmi-v1:{MAX_SOURCE_TOKENS}"
 
 
-class ContrastScorer:
+class ContrastModel:
     """Teacher-forced token contrast; the source's prompt key/values are computed once per
     source and reused (cropped back) for each of its summaries."""
 

@@ -40,7 +40,7 @@ COLUMNS = (
 )
 
 
-class FactualityScorer:
+class FactualityComparators:
     """All comparator columns for (document, summary) pairs.
 
     - ``summac_zs``: SummaC-ZS over the chosen model's sentence matrix (default factcc);

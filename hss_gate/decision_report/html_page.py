@@ -10,6 +10,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hss_gate.decision_record import Decision
 from hss_gate.decision_report.sections import (
     FLAGGED_SHOWN,
     VERDICT,
@@ -33,7 +34,6 @@ from hss_gate.decision_report.sections import (
     windows_table,
     word_spans,
 )
-from hss_gate.gate import Decision
 from hss_gate.tables import Evidence, unsupported_evidence
 from hss_gate.trend_plot import trend_line, trend_svg
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.sax.saxutils import quoteattr
 
+from hss_gate.decision_record import Decision, Finding
 from hss_gate.decision_report.sections import num
-from hss_gate.gate import Decision, Finding
 
 JUNIT_SIGNALS = {
     "consistency": "consistency",

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hss_gate.gate import Decision
+from hss_gate.decision_record import Decision
 from hss_gate.tables import Evidence, unsupported_evidence
 from hss_gate.trend_plot import CONSISTENCY_TEST
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from hss_gate.instability_metrics import attribution_mass, instability, mass_wasserstein
 from hss_gate.masked_text import render, word_spans
 from hss_gate.research.instability import aggregate, align, word_changes
-from hss_gate.research.likelihood import LikelihoodScorer
+from hss_gate.research.likelihood import LikelihoodModel
 
 METHODS = ("shap", "lime", "smile", "attention")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
@@ -136,7 +136,7 @@ class _Target:
 
     def __init__(
         self,
-        scorer: LikelihoodScorer,
+        scorer: LikelihoodModel,
         document: str,
         summary: str,
         n_features: int,
@@ -243,7 +243,7 @@ class WordMasker:
 
 
 def _start(
-    scorer: LikelihoodScorer, document: str, summary: str, settings: AttributionSettings
+    scorer: LikelihoodModel, document: str, summary: str, settings: AttributionSettings
 ) -> tuple[float, list[str], _Target]:
     """Start time, the document's words and the target over its first max_words words."""
     words = split_words(document)
@@ -253,7 +253,7 @@ def _start(
 
 
 def shap_attribution(
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     document: str,
     summary: str,
     settings: AttributionSettings,
@@ -305,7 +305,7 @@ _SENTINEL = "\u2063MASKED\u2063"  # a word lime writes for a hidden word; mapped
 
 
 def lime_attribution(
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     document: str,
     summary: str,
     settings: AttributionSettings,
@@ -386,7 +386,7 @@ def smile_distances(
 
 
 def smile_attribution(
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     document: str,
     summary: str,
     settings: AttributionSettings,
@@ -434,7 +434,7 @@ def smile_attribution(
 
 
 def attention_attribution(
-    scorer: LikelihoodScorer, document: str, summary: str, settings: AttributionSettings
+    scorer: LikelihoodModel, document: str, summary: str, settings: AttributionSettings
 ) -> WordAttribution | None:
     """Mean attention from summary tokens to each word; None if the backend has no attention."""
     attend = getattr(scorer, "word_attention", None)
@@ -460,7 +460,7 @@ def attention_attribution(
 
 def attribute(
     method: str,
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     document: str,
     summary: str,
     settings: AttributionSettings,
@@ -508,7 +508,7 @@ class MethodInstability:
 
 
 def explain_document(
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     document: str,
     summary: str,
     perturbed: Sequence[str],

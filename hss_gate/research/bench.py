@@ -410,7 +410,7 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     from hss_gate.pipeline import make_perturbations
     from hss_gate.research.attribution import explain_document, shap_attribution
     from hss_gate.research.experiment_run import attribution_budget, explained_perturbations
-    from hss_gate.research.likelihood import CachedScorer, load_scorer
+    from hss_gate.research.likelihood import CachedLikelihood, load_scorer
     from hss_gate.summarizers import load_summarizer
     from hss_gate.toolkit import real_toolkit
 
@@ -426,7 +426,7 @@ def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     cache = Cache(config["cache"])
     perturbed = make_perturbations(docs, settings, real_toolkit(settings), cache)
     summaries = load_summarizer(config["model"], settings).summarize([d.text for d in docs])
-    scorer = CachedScorer(model, Cache(None))  # within this stage only: timings stay cold
+    scorer = CachedLikelihood(model, Cache(None))  # within this stage only: timings stay cold
     ours = attribution_budget(settings)
     default = ours.model_copy(
         update={"shap_max_evals": SHAP_DEFAULT_MAX_EVALS, "shap_fixed_context": None}

@@ -317,7 +317,7 @@ def attribution_hook(
     from hss_gate.gate_attribution import explained_words
     from hss_gate.pipeline import make_perturbations
     from hss_gate.research.attribution import explain_document
-    from hss_gate.research.likelihood import CachedScorer, load_scorer
+    from hss_gate.research.likelihood import CachedLikelihood, load_scorer
 
     exp = settings.experiment
     budget = attribution_budget(settings)
@@ -329,7 +329,7 @@ def attribution_hook(
             model = load_scorer(uri, settings, exp.attribution_backend, exp.attribution_dtype)
         except ModelError:
             return pd.DataFrame({"doc_id": [d.doc_id for d in docs]})
-        scorer = CachedScorer(model, cache)  # every evaluation stored: a rerun resumes
+        scorer = CachedLikelihood(model, cache)  # every evaluation stored: a rerun resumes
         perturbed = make_perturbations(docs, settings, tools, cache)
         rows = []
         advance = progress(f"attribution {uri}", len(docs), 0)

@@ -15,15 +15,15 @@ import numpy as np
 
 from hss_gate.errors import ModelError
 from hss_gate.likelihood import (
-    GgufLikelihoodScorer,
-    HfLikelihoodScorer,
-    LikelihoodScorer,
+    GgufLikelihood,
+    HfLikelihood,
+    LikelihoodModel,
     likelihood_scorer,
 )
 from hss_gate.settings import HssSettings
 
 
-class OverlapScorer:
+class OverlapLikelihood:
     """Deterministic test double: an additive 'log-likelihood' with known attributions.
 
     loglik = sum over the document's words of weight(word), where a word weighs `hit` if it
@@ -53,14 +53,14 @@ class OverlapScorer:
         )
 
 
-class CachedScorer:
+class CachedLikelihood:
     """Any scorer with every evaluation stored in a Cache (namespace "loglik"), keyed by the
     scorer's fingerprint, the summary and the document: an interrupted attribution run
     resumes where it stopped, and a repeated one costs no model evaluation."""
 
     namespace = "loglik"
 
-    def __init__(self, scorer: LikelihoodScorer, cache: Any) -> None:
+    def __init__(self, scorer: LikelihoodModel, cache: Any) -> None:
         self.scorer = scorer
         self.cache = cache
         self.fingerprint = scorer.fingerprint
@@ -99,7 +99,7 @@ def load_scorer(
     settings: HssSettings,
     gguf_backend: GgufBackend = "llama.cpp",
     dtype: str = "float32",
-) -> LikelihoodScorer:
+) -> LikelihoodModel:
     """The teacher-forced scorer for a model URI (gguf:, hf:, fake:overlap).
 
     GGUF weights are scored by llama.cpp (forced decoding, the engine that wrote the
@@ -108,21 +108,21 @@ def load_scorer(
     `dtype` is the transformers weights' precision (float32, or bfloat16 at ~2x the speed).
     """
     if uri == "fake:overlap":
-        return OverlapScorer()
+        return OverlapLikelihood()
     return likelihood_scorer(
         uri, settings.generate, settings.run.models_dir, gguf_backend, dtype=dtype
     )
 
 
-def scorer_for(summarizer: Any) -> LikelihoodScorer:
+def scorer_for(summarizer: Any) -> LikelihoodModel:
     """A scorer sharing an already-built summarizer's model and prompt settings."""
     from hss_gate.summarizers.gguf import GgufSummarizer
     from hss_gate.summarizers.hf import HfSummarizer
 
     if isinstance(summarizer, HfSummarizer):
-        return HfLikelihoodScorer.from_summarizer(summarizer)
+        return HfLikelihood.from_summarizer(summarizer)
     if isinstance(summarizer, GgufSummarizer):
-        return GgufLikelihoodScorer.from_summarizer(summarizer)
+        return GgufLikelihood.from_summarizer(summarizer)
     raise ModelError(
         f"summarizer '{summarizer.fingerprint}' exposes no token probabilities: "
         "attribution needs a gguf: or hf: model"

@@ -19,7 +19,7 @@ import numpy as np
 
 from hss_gate.instability_metrics import spearman
 from hss_gate.masked_text import sentence_features
-from hss_gate.research.likelihood import LikelihoodScorer
+from hss_gate.research.likelihood import LikelihoodModel
 from hss_gate.sentence_explainer import (
     SentenceAttribution,
     SentenceAttributionSettings,
@@ -146,7 +146,7 @@ class SentenceChange:
 
 
 def explain_change(
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     document: str,
     perturbed: str,
     base_summary: str,

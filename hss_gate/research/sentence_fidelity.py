@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from hss_gate.masked_text import sentence_features
-from hss_gate.research.likelihood import LikelihoodScorer
+from hss_gate.research.likelihood import LikelihoodModel
 from hss_gate.research.sentence_attribution import agreement
 from hss_gate.sentence_explainer import (
     SentenceAttributionSettings,
@@ -38,7 +38,7 @@ def budget_for(n_sentences: int, per_sentence: float, minimum: int = 8) -> int:
 
 
 def fidelity_document(
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     document: str,
     summary: str,
     per_sentence: Sequence[float],
@@ -176,7 +176,7 @@ def summarize_fidelity(rows: Sequence[dict[str, Any]], method: str = "kernel") -
 
 
 def measure_fidelity(
-    scorer: LikelihoodScorer,
+    scorer: LikelihoodModel,
     documents: Sequence[tuple[str, str, str]],
     per_sentence: Sequence[float],
     reference_factor: float = 10.0,

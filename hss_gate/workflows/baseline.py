@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hss_gate.baseline import document_scores, score_metrics
+from hss_gate.baseline_metrics import document_scores, score_metrics
 from hss_gate.errors import InputError
 from hss_gate.inputs import load_normalization
 from hss_gate.io import read_json, read_score_table, write_csv_atomic, write_json_atomic

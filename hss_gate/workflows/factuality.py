@@ -58,7 +58,7 @@ def consistency_scorer(
     corpus: str | None = None,
     say: Say = silent,
 ) -> Any:
-    """The FactualityScorer for a consistency model URI, training the checker's weights first
+    """The FactualityComparators for a consistency model URI, training the checker's weights first
     when they are missing or `train` is set."""
     from hss_gate.cache import Cache
     from hss_gate.consistency.model import (
@@ -68,7 +68,7 @@ def consistency_scorer(
         load_factcc_weights,
         weights_path,
     )
-    from hss_gate.consistency.scorer import FactualityScorer
+    from hss_gate.consistency.scorer import FactualityComparators
     from hss_gate.consistency.training import train_from_corpus
     from hss_gate.embedding import SbertEmbedder
 
@@ -96,7 +96,7 @@ def consistency_scorer(
     )
     if train or not weights_path(weights).exists():
         train_from_corpus(weights, corpus or settings.run.corpus, encode, say)
-    return FactualityScorer(load_factcc_weights(weights), encode, nli, checker)
+    return FactualityComparators(load_factcc_weights(weights), encode, nli, checker)
 
 
 def run_factuality(

@@ -34,17 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from hss_gate import decision_report, report
+from hss_gate.decision_record import Decision, apply_override, error_decision
 from hss_gate.decision_rule import decide, facts_bounds_relative_to
 from hss_gate.errors import ReportError, error_message
-from hss_gate.gate import Decision, apply_override, error_decision
 from hss_gate.gate_attribution import load_attribution_scorer
 from hss_gate.io import write_json_atomic, write_text_atomic
 from hss_gate.pipeline import ScoreResult
 from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import GateSettings, HssSettings
 from hss_gate.workflows.gate_explanation import (
+    LikelihoodLoader,
     PerturbedTexts,
-    ScorerLoader,
     add_attribution,
     attribute,
     gate_perturbations,
@@ -172,7 +172,7 @@ def gate_steps(
     steps: Steps,
     progress: Progress,
     say: Say,
-    scorers: ScorerLoader | None = None,
+    scorers: LikelihoodLoader | None = None,
     perturbed: PerturbedTexts | None = None,
 ) -> tuple[Decision, list[dict[str, Any]]]:
     """The gate's steps in order: the decision and the documents that moved most. `scorers`
@@ -206,7 +206,7 @@ def run_gate(
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
     say: Say = silent,
-    scorers: ScorerLoader | None = None,
+    scorers: LikelihoodLoader | None = None,
     perturbed: PerturbedTexts | None = None,
 ) -> Outcome[Decision]:
     """Run the gate's steps in order and write the decision; every error fails closed.

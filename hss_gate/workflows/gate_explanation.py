@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from hss_gate.corpus import Document
+from hss_gate.decision_record import Decision
 from hss_gate.errors import ModelError, error_message
-from hss_gate.gate import Decision
 from hss_gate.pipeline import ScoreResult
 from hss_gate.redact import redacted_uri
 from hss_gate.settings import GateSettings, HssSettings
@@ -29,7 +29,7 @@ from hss_gate.workflows.gate_preparation import GateRun, Role
 from hss_gate.workflows.shared import validate_tables
 from hss_gate.workflows.steps import ModelRunner, Say, Steps, silent
 
-ScorerLoader = Callable[[str, HssSettings], Any]
+LikelihoodLoader = Callable[[str, HssSettings], Any]
 """Builds the teacher-forced likelihood scorer of a model URI with a role's settings; raises
 ModelError for a model without one (stored summaries, openai:, extractive)."""
 
@@ -64,7 +64,7 @@ def attribute_side(
     docs: Sequence[Document],
     base: Mapping[str, str],
     perturbed: PerturbedTexts,
-    scorers: ScorerLoader,
+    scorers: LikelihoodLoader,
     say: Say = silent,
     restore: Mapping[str, bytes] | None = None,
 ) -> Any:
@@ -146,7 +146,7 @@ def attribute(
     run: GateRun,
     look: Look,
     perturbed: PerturbedTexts,
-    scorers: ScorerLoader,
+    scorers: LikelihoodLoader,
     steps: Steps,
     say: Say = silent,
 ) -> dict[str, Any] | None:

@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from hss_gate import decision_report, report
+from hss_gate.decision_record import SCHEMA_VERSION
 from hss_gate.errors import InputError, ReportError, error_message
-from hss_gate.gate import SCHEMA_VERSION
 from hss_gate.inputs import load_normalization, reference_checker, require_same_checker
 from hss_gate.io import read_score_table, write_json_atomic, write_text_atomic
-from hss_gate.monitor import (
+from hss_gate.monitor_rules import (
     monitor_verdict,
     run_record,
     sample_rows,
@@ -71,7 +71,7 @@ from hss_gate.workflows.shared import as_floats, score_drift, score_frame, valid
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Outcome, Steps
 
 if TYPE_CHECKING:
-    from hss_gate.workflows.gate_explanation import PerturbedTexts, ScorerLoader
+    from hss_gate.workflows.gate_explanation import LikelihoodLoader, PerturbedTexts
 
 TREND_RUNS = 20
 
@@ -384,7 +384,7 @@ def monitor_steps(
     runner: ModelRunner,
     steps: Steps,
     progress: Progress,
-    scorers: ScorerLoader | None = None,
+    scorers: LikelihoodLoader | None = None,
     perturbed: PerturbedTexts | None = None,
 ) -> dict[str, Any]:
     """The monitor's steps in order: monitor.json's findings and verdict. `scorers` and
@@ -410,7 +410,7 @@ def run_monitor(
     runner: ModelRunner,
     steps: Steps = DIRECT,
     progress: Progress = no_progress,
-    scorers: ScorerLoader | None = None,
+    scorers: LikelihoodLoader | None = None,
     perturbed: PerturbedTexts | None = None,
 ) -> Outcome[dict[str, Any]]:
     """Run the monitor's steps in order, record the run and write the reports; fails closed.

@@ -22,14 +22,14 @@ import pandas as pd
 
 from hss_gate.errors import error_message
 from hss_gate.io import write_text_atomic
-from hss_gate.monitor import CONTINUOUS_COLUMNS, live_summary_signals, samples_to_documents
+from hss_gate.monitor_rules import CONTINUOUS_COLUMNS, live_summary_signals, samples_to_documents
 from hss_gate.settings import HssSettings, MonitorSettings
 from hss_gate.summary_checks import LengthPolicy
 from hss_gate.toolkit import Toolkit
 from hss_gate.workflows.steps import ModelRunner, Say, Steps, silent
 
 if TYPE_CHECKING:
-    from hss_gate.workflows.gate_explanation import PerturbedTexts, ScorerLoader
+    from hss_gate.workflows.gate_explanation import LikelihoodLoader, PerturbedTexts
 
 Explain = Callable[[list[Any], list[Any]], dict[str, Any]]
 """The attribution instability of a reference and a current window's samples (monitor.json's
@@ -46,7 +46,7 @@ def current_samples(
     `size` samples, or (monitor.current_window since_last_run) those newer than the current
     window of the previous recorded run of this kind, at most monitor.max_current_window (the
     first such run takes the newest `size`)."""
-    from hss_gate.monitor import previous_current_last
+    from hss_gate.monitor_rules import previous_current_last
 
     if monitor.current_window == "since_last_run":
         runs = [r.model_dump(mode="json") for r in store.runs(RUNS_SCANNED)]
@@ -159,7 +159,7 @@ def window_values(
     """The window signals of the reference window: the stored ones when they were scored by
     this checker for these samples and hold every window column (an older store's may not),
     else scored now (True: to be stored)."""
-    from hss_gate.monitor import WINDOW_COLUMNS, window_signal_values
+    from hss_gate.monitor_rules import WINDOW_COLUMNS, window_signal_values
 
     ids = [s.sample_id for s in samples]
     if (
@@ -190,7 +190,7 @@ def compare_windows(
     (blocking and reported), the Evidently drift of the windows, each signal's distribution,
     reasons}; with `explain`, also their attribution instability ("attribution", its reported
     test among the tests)."""
-    from hss_gate.monitor import (
+    from hss_gate.monitor_rules import (
         reported_window_tests,
         window_distributions,
         window_signal_values,
@@ -303,7 +303,7 @@ def attribute_windows(
     reference: list[Any],
     current: list[Any],
     perturbed: PerturbedTexts,
-    scorers: ScorerLoader,
+    scorers: LikelihoodLoader,
     steps: Steps,
     say: Say = silent,
 ) -> dict[str, Any]:
@@ -314,7 +314,7 @@ def attribute_windows(
     one-sided Mann-Whitney test that it rose. A model without a likelihood is not measured,
     with the reason. `perturbed` and `scorers` are the gate's (workflows.gate)."""
     from hss_gate.gate_attribution import windows_record
-    from hss_gate.monitor import attribution_window_test
+    from hss_gate.monitor_rules import attribution_window_test
     from hss_gate.workflows.gate_explanation import attribute_side
     from hss_gate.workflows.gate_preparation import Role
 
@@ -358,7 +358,7 @@ def window_explainer(
     model: str,
     runner: ModelRunner,
     steps: Steps,
-    scorers: ScorerLoader | None = None,
+    scorers: LikelihoodLoader | None = None,
     perturbed: PerturbedTexts | None = None,
 ) -> Explain | None:
     """On request (monitor.attribution_documents > 0), how the windows' attribution instability
@@ -489,7 +489,7 @@ def windowed_verdict(
     """The windows decide (their blocking tests), with the suite checks (and the floor where
     configured, already in `decision`); too little data is "insufficient_data" unless
     something else already made the run unhealthy."""
-    from hss_gate.monitor import window_reasons
+    from hss_gate.monitor_rules import window_reasons
 
     if windows["status"] == "insufficient_data":
         if decision == "unhealthy":
@@ -502,7 +502,7 @@ def windowed_verdict(
 def window_comparison_notes(windows: dict[str, Any]) -> list[str]:
     """The reported (never blocking) findings of the windows: significant reported tests and
     Evidently drift of the windows."""
-    from hss_gate.monitor import reported_test_notes
+    from hss_gate.monitor_rules import reported_test_notes
 
     notes = reported_test_notes(windows.get("tests", []))
     drift = windows.get("drift") or {}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from hss_gate.baseline import with_strength_distances
+from hss_gate.baseline_metrics import with_strength_distances
 from hss_gate.corpus import Document
 from hss_gate.errors import InputError
 from hss_gate.inputs import load_corpus

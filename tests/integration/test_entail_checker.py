@@ -15,7 +15,7 @@ from hss_gate.consistency.checker import MatrixChecker, load_checker
 from hss_gate.consistency.entail_checker import (
     BASE_MODEL,
     EntailMatrix,
-    LazyEntailmentScorer,
+    LazyEntailmentModel,
     chunk_source,
     load_entailment_scorer,
 )
@@ -68,7 +68,7 @@ def trained(base_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
             param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
     path = tmp_path_factory.mktemp("adapter") / "entail_adapter.safetensors"
     entailment.save_adapter(model, config, path)
-    scores = entailment.EntailmentScorer(tokenizer, model, config, "saved").scores(
+    scores = entailment.EntailmentModel(tokenizer, model, config, "saved").scores(
         PREMISES, HYPOTHESES
     )
     return path, scores
@@ -87,7 +87,7 @@ def test_a_loaded_adapter_scores_as_the_model_that_saved_it(base_dir, trained):
     assert not any(hasattr(m, "lora_a") for m in loaded.model.modules())
     np.testing.assert_allclose(loaded.scores(PREMISES, HYPOTHESES), saved, rtol=0, atol=1e-5)
     assert entailment.read_adapter_config(path).max_length == WINDOW
-    fresh = entailment.EntailmentScorer(
+    fresh = entailment.EntailmentModel(
         *entailment.build_cross_encoder(base_dir, loaded.config), loaded.config, "fresh"
     )
     assert not np.allclose(fresh.scores(PREMISES, HYPOTHESES), saved)  # the load did something
@@ -107,10 +107,10 @@ def test_a_tampered_or_missing_adapter_is_refused_in_one_line_naming_it(
             load_entailment_scorer(bad, _sha(path), base_dir)
         message = str(refused.value)
         assert str(bad) in message and "\n" not in message
-    lazy = LazyEntailmentScorer(path, _sha(path), base_dir)
+    lazy = LazyEntailmentModel(path, _sha(path), base_dir)
     path_copy = tmp_path / "swapped.safetensors"  # replaced after the checker was built
     path_copy.write_bytes(bytes(data))
-    swapped = LazyEntailmentScorer(path_copy, _sha(path), base_dir)
+    swapped = LazyEntailmentModel(path_copy, _sha(path), base_dir)
     assert lazy(PREMISES[:1], HYPOTHESES[:1]).shape == (1,)
     with pytest.raises(ModelError, match="sha256"):
         swapped(PREMISES[:1], HYPOTHESES[:1])
@@ -138,7 +138,7 @@ def test_a_source_beyond_the_window_is_chunked_and_every_chunk_is_scored(base_di
     source = " ".join(sentences)
     chunks = chunk_source(source, 16)
     assert len(chunks.texts) >= 4 and len(source.split()) > 2 * WINDOW
-    scorer = LazyEntailmentScorer(path, _sha(path), base_dir, threads=1)
+    scorer = LazyEntailmentModel(path, _sha(path), base_dir, threads=1)
     matrix = EntailMatrix(scorer, HashingEmbedder(128).encode, _sha(path), len(chunks.texts), 16)
     long_hypothesis = " ".join(["the council approved a new budget"] * 10) + "."  # 60 words
     summary = ["the river rose.", long_hypothesis]

@@ -359,7 +359,7 @@ def test_gate_command_line_has_the_cli_options(monkeypatch, capsys, tmp_path):
     """`python -m flows.gate` takes what `hss gate` takes and hands it to the flow, which
     builds the same GateRequest (by field name)."""
     import flows.gate
-    from hss_gate.gate import Decision
+    from hss_gate.decision_record import Decision
     from hss_gate.workflows import gate as gate_workflow
 
     calls: dict = {}

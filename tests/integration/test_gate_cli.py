@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from hss_gate.cli import app
 from hss_gate.inputs import load_corpus
-from hss_gate.monitor import EXIT_CODES
+from hss_gate.monitor_rules import EXIT_CODES
 from hss_gate.samples import SampleStore
 from hss_gate.sentences import split_sentences
 from tests.conftest import CORPUS, REPO

@@ -1092,7 +1092,7 @@ def test_the_browser_check_detects_an_unescaped_page(tmp_path):
 
 
 def _hostile_decision():
-    from hss_gate.gate import Decision
+    from hss_gate.decision_record import Decision
 
     check = {
         "success": False,

@@ -21,7 +21,7 @@ pytest.importorskip("lime")
 
 from hss_gate.embedding import HashingEmbedder  # noqa: E402
 from hss_gate.errors import ModelError  # noqa: E402
-from hss_gate.likelihood import HfLikelihoodScorer  # noqa: E402
+from hss_gate.likelihood import HfLikelihood  # noqa: E402
 from hss_gate.research.attribution import (  # noqa: E402
     AttributionSettings,
     attention_attribution,
@@ -32,7 +32,7 @@ from hss_gate.research.attribution import (  # noqa: E402
     split_words,
 )
 from hss_gate.research.likelihood import (  # noqa: E402
-    OverlapScorer,
+    OverlapLikelihood,
     load_scorer,
     scorer_for,
 )
@@ -51,7 +51,7 @@ SUMMARY = "The council approved a budget; the river rose."
 
 
 def test_shap_recovers_an_additive_target_exactly() -> None:
-    scorer = OverlapScorer()
+    scorer = OverlapLikelihood()
     words = split_words(DOC)
     expected = scorer.word_weights(words, SUMMARY)
     settings = AttributionSettings(shap_max_evals=2 * len(words), shap_fixed_context=1)
@@ -65,7 +65,7 @@ def test_shap_recovers_an_additive_target_exactly() -> None:
 
 @pytest.mark.parametrize("fixed_context", [None, 0, 1])
 def test_shap_budget_is_respected_and_keeps_efficiency(fixed_context: Any) -> None:
-    scorer = OverlapScorer()
+    scorer = OverlapLikelihood()
     for budget in (8, 16, 32):
         settings = AttributionSettings(shap_max_evals=budget, shap_fixed_context=fixed_context)
         out = shap_attribution(scorer, DOC, SUMMARY, settings)
@@ -74,7 +74,7 @@ def test_shap_budget_is_respected_and_keeps_efficiency(fixed_context: Any) -> No
 
 
 def test_lime_and_smile_rank_the_additive_words_first() -> None:
-    scorer = OverlapScorer()
+    scorer = OverlapLikelihood()
     words = split_words(DOC)
     hits = scorer.word_weights(words, SUMMARY) > 0
     settings = AttributionSettings(lime_num_samples=200, smile_num_samples=200)
@@ -90,7 +90,7 @@ def test_lime_and_smile_rank_the_additive_words_first() -> None:
 
 
 def test_smile_with_an_encoder_uses_embedding_distances() -> None:
-    scorer = OverlapScorer()
+    scorer = OverlapLikelihood()
     settings = AttributionSettings(smile_num_samples=64)
     out = smile_attribution(scorer, DOC, SUMMARY, settings, encode=HashingEmbedder().encode)
     plain = smile_attribution(scorer, DOC, SUMMARY, settings)
@@ -99,7 +99,7 @@ def test_smile_with_an_encoder_uses_embedding_distances() -> None:
 
 
 def test_explain_document_reports_instability_of_a_swap() -> None:
-    scorer = OverlapScorer()
+    scorer = OverlapLikelihood()
     words = split_words(DOC)
     swapped = DOC.replace("river", "stream")  # a summary word swapped out: its weight drops
     settings = AttributionSettings(shap_max_evals=64, shap_fixed_context=1, top_k=3)
@@ -126,7 +126,7 @@ def test_explain_document_reports_instability_of_a_swap() -> None:
 
 def test_scorers_exist_only_for_backends_with_token_probabilities() -> None:
     settings = HssSettings()
-    assert isinstance(load_scorer("fake:overlap", settings), OverlapScorer)
+    assert isinstance(load_scorer("fake:overlap", settings), OverlapLikelihood)
     with pytest.raises(ModelError, match="no teacher-forced likelihood"):
         load_scorer("extractive:lead-3", settings)
     with pytest.raises(ModelError, match="no token probabilities"):
@@ -317,13 +317,13 @@ def test_prefix_reuse_equals_full_forward_and_computes_fewer_tokens(causal_dir: 
 
 def test_cached_scorer_stores_every_evaluation_and_resumes(tmp_path: Path) -> None:
     from hss_gate.cache import Cache
-    from hss_gate.research.likelihood import CachedScorer
+    from hss_gate.research.likelihood import CachedLikelihood
 
     docs = ["a b c", "a b", "b c"]
-    first = CachedScorer(OverlapScorer(), Cache(tmp_path))
+    first = CachedLikelihood(OverlapLikelihood(), Cache(tmp_path))
     values = first.loglik(docs[:2], "a c")
     assert first.scorer.evaluations == 2
-    again = CachedScorer(OverlapScorer(), Cache(tmp_path))  # a new process, same cache
+    again = CachedLikelihood(OverlapLikelihood(), Cache(tmp_path))  # a new process, same cache
     assert np.array_equal(again.loglik(docs, "a c")[:2], values)
     assert again.scorer.evaluations == 1 and again.hits == 2  # only "b c" was computed
     assert again.loglik(docs, "b")[0] != values[0]  # another summary is another evaluation
@@ -332,7 +332,7 @@ def test_cached_scorer_stores_every_evaluation_and_resumes(tmp_path: Path) -> No
 def test_causal_prompt_is_the_generation_prompt(causal_dir: Path) -> None:
     """A greedy summary is the argmax at every teacher-forced step: same prompt, same tokens."""
     summarizer, summary = _summary(causal_dir, DOCS[2])
-    scorer = HfLikelihoodScorer.from_summarizer(summarizer)
+    scorer = HfLikelihood.from_summarizer(summarizer)
     target = summarizer._tokenizer(summary, add_special_tokens=False)["input_ids"]
     inputs = scorer._causal_inputs(scorer._prompt_ids([DOCS[2]]), target)
     with torch.no_grad():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hss_gate.masked_text import sentence_features
-from hss_gate.research.likelihood import OverlapScorer
+from hss_gate.research.likelihood import OverlapLikelihood
 from hss_gate.research.sentence_attribution import (
     changed_summary_sentences,
     localization_report,
@@ -171,7 +171,7 @@ def test_estimators_are_deterministic_given_the_seed(method):
 
     def run(seed):
         settings = SentenceAttributionSettings(method=method, budget=40, seed=seed)
-        return explain_sentences(OverlapScorer(), doc, summary, settings).values
+        return explain_sentences(OverlapLikelihood(), doc, summary, settings).values
 
     np.testing.assert_array_equal(run(7), run(7))
     if method != "permutation":  # additive game: permutation SHAP is exact for every seed
@@ -217,7 +217,7 @@ def test_max_words_limits_the_explained_sentences():
 
 
 def test_sentence_game_on_the_full_mask_is_the_document():
-    scorer = OverlapScorer()
+    scorer = OverlapLikelihood()
     summary = "council park May"
     game = SentenceGame(scorer, sentence_features(DOC), summary)
     assert game.full[0] == scorer.loglik([DOC], summary)[0]
@@ -226,8 +226,8 @@ def test_sentence_game_on_the_full_mask_is_the_document():
 
 
 def test_sentence_shap_of_the_additive_scorer_sums_word_weights():
-    """OverlapScorer is additive over words: a sentence's Shapley value is its words' weights."""
-    scorer = OverlapScorer()
+    """OverlapLikelihood is additive over words: a sentence's Shapley value is its words' sum."""
+    scorer = OverlapLikelihood()
     summary = "council park May budget"
     features = sentence_features(DOC)
     words = [w for s in features.sentences for w in s.split()]
@@ -242,7 +242,7 @@ def test_sentence_shap_of_the_additive_scorer_sums_word_weights():
         assert attr.values.sum() == pytest.approx(attr.full_value - attr.empty_value)
 
 
-class SegmentScorer(OverlapScorer):
+class SegmentScorer(OverlapLikelihood):
     """Per summary sentence: the overlap log-likelihood of that sentence alone."""
 
     def loglik_segments(
@@ -275,10 +275,10 @@ def test_localization_finds_the_source_sentence_behind_a_changed_summary_sentenc
 
 
 def test_sentence_instability_is_zero_for_the_same_explanation_and_needs_aligned_slots():
-    attr = explain_sentences(OverlapScorer(), DOC, "park", SentenceAttributionSettings())
+    attr = explain_sentences(OverlapLikelihood(), DOC, "park", SentenceAttributionSettings())
     assert sentence_instability(attr, attr) == {"rank": 0.0, "topk": 0.0, "mass": 0.0}
     shorter = explain_sentences(
-        OverlapScorer(), "One sentence. Two.", "park", SentenceAttributionSettings()
+        OverlapLikelihood(), "One sentence. Two.", "park", SentenceAttributionSettings()
     )
     with pytest.raises(ValueError):
         sentence_instability(attr, shorter)
@@ -287,13 +287,13 @@ def test_sentence_instability_is_zero_for_the_same_explanation_and_needs_aligned
 def test_fidelity_against_an_exact_reference_on_an_additive_scorer():
     from hss_gate.research.sentence_fidelity import budget_for, measure_fidelity
 
-    doc = (  # five sentences with distinct weights (OverlapScorer: hit 1.0, miss -0.1)
+    doc = (  # five sentences with distinct weights (OverlapLikelihood: hit 1.0, miss -0.1)
         "Alpha beta gamma. Alpha alpha beta zeta. Alpha. Beta beta beta alpha gamma zeta zeta. "
         "Gamma gamma gamma gamma alpha alpha."
     )
     long_doc = " ".join(f"Sentence {i} says w{i}." for i in range(12))
     result = measure_fidelity(
-        OverlapScorer(),
+        OverlapLikelihood(),
         [("short", doc, "alpha beta gamma"), ("long", long_doc, "w1 w2 w5 w8 w9")],
         per_sentence=[4.0, 2.0],
         reference_factor=10.0,
@@ -326,11 +326,11 @@ def test_fidelity_reuses_a_stored_reference_without_rerunning_it():
 
     doc = "Alpha beta gamma. Alpha alpha beta zeta. Alpha. Beta beta gamma zeta. Gamma alpha."
     first = measure_fidelity(
-        OverlapScorer(), [("d", doc, "alpha beta")], per_sentence=[2.0], self_documents=0
+        OverlapLikelihood(), [("d", doc, "alpha beta")], per_sentence=[2.0], self_documents=0
     )
     stored = {"d": first["per_document"][0]["reference"] | {"values": [5.0, 4.0, 3.0, 2.0, 1.0]}}
 
-    class CountingScorer(OverlapScorer):
+    class CountingScorer(OverlapLikelihood):
         calls = 0
 
         def loglik(self, documents, summary):
@@ -355,7 +355,7 @@ def test_fidelity_reuses_a_stored_reference_without_rerunning_it():
     )
     with pytest.raises(ValueError, match="sentences"):
         measure_fidelity(
-            OverlapScorer(),
+            OverlapLikelihood(),
             [("d", "One. Two.", "alpha")],
             per_sentence=[2.0],
             stored_references=stored,

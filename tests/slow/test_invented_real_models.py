@@ -44,13 +44,13 @@ def test_shipped_checker_on_real_ranks() -> None:
 
 def test_lm_contrast_on_smollm2(tmp_path) -> None:
     pytest.importorskip("transformers")
-    from hss_gate.consistency.lm_contrast import ContrastScorer, load_lm
+    from hss_gate.consistency.lm_contrast import ContrastModel, load_lm
 
     try:
         model, tok, fp = load_lm(str(tmp_path))
     except Exception as exc:
         pytest.skip(f"SmolLM2 GGUF unavailable: {exc}")
-    scorer = ContrastScorer(model, tok, fp, max_source_tokens=64)
+    scorer = ContrastModel(model, tok, fp, max_source_tokens=64)
     c = scorer.contrast(SOURCE, "Mayor Anna Lopez approved 12 million dollars.")
     assert len(c.spans) == len(c.with_source) == len(c.without_source) > 3
     assert c.pmi.mean() > 0  # the source makes its own facts more likely

@@ -343,7 +343,7 @@ def trained() -> consistency_model.FactccWeights:
 def test_comparators_rank_consistent_pairs_above_inconsistent_ones(
     trained: consistency_model.FactccWeights,
 ) -> None:
-    scorer = pair_scorer.FactualityScorer(trained, _fake_encode())
+    scorer = pair_scorer.FactualityComparators(trained, _fake_encode())
     document = DOCS[1]
     budget = "The council approved a budget of 40 million pounds."
     consistent = f"The mayor, Ann Price, said the city could not afford new roads. {budget}"
@@ -367,7 +367,7 @@ def test_comparators_rank_consistent_pairs_above_inconsistent_ones(
 
 
 def test_scorer_rows_have_every_column(trained: consistency_model.FactccWeights) -> None:
-    scorer = pair_scorer.FactualityScorer(trained, _fake_encode())
+    scorer = pair_scorer.FactualityComparators(trained, _fake_encode())
     rows = scorer.score_many(
         [
             ("a", DOCS[2], "The bridge was repaired in 8 weeks."),
@@ -384,7 +384,7 @@ def test_scorer_rows_have_every_column(trained: consistency_model.FactccWeights)
         assert row["consistency"] == pytest.approx(row["summac_zs"])
     assert trained.provenance["documents"] == len(DOCS)
     # a non-factcc model gets no Conv column (the head was fitted on the factcc matrix)
-    sbert = pair_scorer.FactualityScorer(
+    sbert = pair_scorer.FactualityComparators(
         trained, _fake_encode(), consistency_model.SbertConsistency(_fake_encode())
     )
     row = sbert.score(DOCS[2], "The bridge was repaired in 8 weeks.")

@@ -36,7 +36,7 @@ ENTRIES = {
     # hss baseline --stage metrics: the reference documents' HSS and the production metrics
     "metrics": (
         "hss_gate.workflows.baseline:reference_scores",
-        "hss_gate.baseline:score_metrics",
+        "hss_gate.baseline_metrics:score_metrics",
         "hss_gate.io:write_csv_atomic",
     ),
     # hss baseline --stage attribution: production's attribution results, with the scorer the

@@ -1,6 +1,6 @@
 """Attribution instability in the gate (issue 26 item 5), with a fake likelihood scorer.
 
-The fake (research.likelihood.OverlapScorer) is additive over words: a word of the document
+The fake (research.likelihood.OverlapLikelihood) is additive over words: a word of the document
 weighs 1 if the summary has it, -0.1 otherwise. Its sentence-level Shapley value is the sum of
 its words' weights, which permutation SHAP recovers exactly, so the instability between a
 document and a perturbation is known: `instability` of the two sentence sums.
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from hss_gate.corpus import Document
+from hss_gate.decision_record import Decision
 from hss_gate.decision_report import decision_html, decision_markdown
 from hss_gate.decision_rule import check_findings
 from hss_gate.errors import ModelError
-from hss_gate.gate import Decision
 from hss_gate.gate_attribution import (
     COLUMN,
     ExplainedDocument,
@@ -28,7 +28,7 @@ from hss_gate.gate_attribution import (
 )
 from hss_gate.instability_metrics import instability
 from hss_gate.pipeline import ScoreResult
-from hss_gate.research.likelihood import OverlapScorer
+from hss_gate.research.likelihood import OverlapLikelihood
 from hss_gate.settings import GateAttributionSettings, HssSettings
 from hss_gate.workflows.gate_explanation import add_attribution, attribute
 from hss_gate.workflows.gate_looks import Look
@@ -52,7 +52,7 @@ PERTURBED = {  # one-for-one word swaps
 
 def exact(text: str, summary: str) -> np.ndarray:
     """The fake's sentence Shapley values: each sentence's sum of word weights."""
-    scorer = OverlapScorer()
+    scorer = OverlapLikelihood()
     return np.array(
         [scorer.word_weights(s.split(), summary).sum() for s in text.split(". ")], dtype=float
     )
@@ -66,7 +66,7 @@ def expected_rank(doc_id: str) -> float:
 def test_one_document_instability_is_the_exact_one() -> None:
     settings = GateAttributionSettings()
     result = explain_document(
-        OverlapScorer(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], settings, 1500
+        OverlapLikelihood(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], settings, 1500
     )
     assert result.rank == pytest.approx(expected_rank("d1"))
     assert result.rank > 0.5  # the swaps moved the explanation
@@ -76,19 +76,19 @@ def test_one_document_instability_is_the_exact_one() -> None:
 
 def test_an_unchanged_document_has_zero_instability() -> None:
     result = explain_document(
-        OverlapScorer(), "d3", TEXTS["d3"], SUMMARIES["d3"], PERTURBED["d3"], _config(), 1500
+        OverlapLikelihood(), "d3", TEXTS["d3"], SUMMARIES["d3"], PERTURBED["d3"], _config(), 1500
     )
     assert result.rank == pytest.approx(0.0)
 
 
 def test_a_one_sentence_document_is_not_measured_never_zero() -> None:
-    scorer = OverlapScorer()
+    scorer = OverlapLikelihood()
     text, perturbed = "Alpha beta gamma delta.", ["Omega beta gamma delta."]
     result = explain_document(scorer, "short", text, "alpha delta", perturbed, _config(), 1500)
     assert np.isnan(result.rank) and result.perturbations == 0 and result.sentences == 1
     assert scorer.evaluations == 0  # nothing explained
     one = explain_document(
-        OverlapScorer(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], _config(), 1500
+        OverlapLikelihood(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], _config(), 1500
     )
     side = Side("m", [result, one])
     assert side.values() == {"d1": one.rank}
@@ -117,7 +117,7 @@ class MemoryCache:
 
 
 def test_a_second_gate_reads_the_result_from_the_cache() -> None:
-    scorer, cache = OverlapScorer(), MemoryCache()
+    scorer, cache = OverlapLikelihood(), MemoryCache()
     args = ("d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], _config(), 1500)
     first = explain_cached(scorer, cache, *args)
     spent = scorer.evaluations
@@ -186,7 +186,7 @@ class Scorers:
         if uri == self.missing:
             raise ModelError("stored summaries: no model, so no likelihood to explain")
         self.built.append(uri)
-        return OverlapScorer()
+        return OverlapLikelihood()
 
 
 def test_off_by_default_costs_nothing_and_adds_no_column(tmp_path: Path) -> None:
@@ -270,7 +270,7 @@ def test_the_reports_show_it_beside_hss() -> None:
     measured = Side("fake:overlap")
     measured.documents.append(
         explain_document(
-            OverlapScorer(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], settings, 1500
+            OverlapLikelihood(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], settings, 1500
         )
     )
     record = attribution_record(
@@ -295,6 +295,6 @@ def test_max_words_explains_only_the_first_sentences(tmp_path: Path) -> None:
     capped = settings.model_copy(update={"gate": gate})
     assert explained_words(capped) == 4
     result = explain_document(
-        OverlapScorer(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], _config(), 4
+        OverlapLikelihood(), "d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], _config(), 4
     )
     assert result.sentences == 2 and result.budget == 4  # sentences starting in 4 words

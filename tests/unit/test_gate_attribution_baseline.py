@@ -33,7 +33,7 @@ from hss_gate.gate_attribution import (
 )
 from hss_gate.io import write_json_atomic, write_jsonl_atomic
 from hss_gate.pipeline import ScoreResult
-from hss_gate.research.likelihood import OverlapScorer
+from hss_gate.research.likelihood import OverlapLikelihood
 from hss_gate.sequential import stratified_order
 from hss_gate.settings import GateAttributionSettings, HssSettings, PerturbSettings
 from hss_gate.stored_run import load_stored_run, seed_perturbations
@@ -130,10 +130,10 @@ class Scorers:
     candidate summaries."""
 
     def __init__(self) -> None:
-        self.scorer = OverlapScorer()
+        self.scorer = OverlapLikelihood()
         self.scorer.fingerprint = "gguf:production:transformers:chat:loglik:bfloat16"
 
-    def __call__(self, uri: str, settings: HssSettings) -> OverlapScorer:
+    def __call__(self, uri: str, settings: HssSettings) -> OverlapLikelihood:
         if uri != PRODUCTION:
             raise ModelError("stored summaries: no model, so no likelihood to explain")
         return self.scorer

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hss_gate.decision_record import FINDING_CODES, SCHEMA_VERSION, apply_override
 from hss_gate.decision_report import decision_html, decision_junit, decision_markdown
 from hss_gate.decision_rule import check_blocks, decide
 from hss_gate.expectations import (
@@ -17,7 +18,6 @@ from hss_gate.expectations import (
     monitor_expectations,
     run_suites,
 )
-from hss_gate.gate import FINDING_CODES, SCHEMA_VERSION, apply_override
 from hss_gate.gate_checks import CODES, category_checks
 from hss_gate.inputs import load_corpus
 from hss_gate.paired_comparison import compare

@@ -1,7 +1,7 @@
 """Attribution instability in the monitor (issue 26 item 5, the monitor half): the gate's
 explainer on served samples of both windows, reported beside the window signals, never
 blocking. A SQLite store of served samples, the fake checker and tagger, and the additive fake
-likelihood (research.likelihood.OverlapScorer: exact sentence Shapley values, so the
+likelihood (research.likelihood.OverlapLikelihood: exact sentence Shapley values, so the
 instability of a sample is known, tests/unit/test_gate_attribution.py)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from scipy.stats import mannwhitneyu
 from typer.testing import CliRunner
 
 from hss_gate.inputs import load_corpus
-from hss_gate.monitor import EXIT_CODES, attribution_window_test
+from hss_gate.monitor_rules import EXIT_CODES, attribution_window_test
 from hss_gate.runner import LocalRunner
 from hss_gate.samples import Sample, SampleStore
 from hss_gate.sentences import split_sentences

@@ -13,7 +13,7 @@ import pytest
 
 from hss_gate import expectations, table_rows, tables
 from hss_gate.cache import Cache
-from hss_gate.monitor import live_summary_signals
+from hss_gate.monitor_rules import live_summary_signals
 from hss_gate.normalization import compute_normalization
 from hss_gate.paired_comparison import compare
 from hss_gate.pipeline import ScoreResult, score_documents
@@ -114,7 +114,7 @@ SETTING_COLUMNS: dict[str, list[str]] = {
     # metrics.pairing, hss_gate/workflows/gate.py): no score column
     "gate.max_dropped_share": [],
     "monitor.margin": ["hss"],
-    # the served-summary table (live_*, hss_gate/monitor.py) is not a score table
+    # the served-summary table (live_*, hss_gate/monitor_rules.py) is not a score table
     "monitor.served_margin": [],
     "monitor.served_unsupported_margin": [],
     "monitor.max_current_window": [],  # a count of samples, not a column's threshold

@@ -18,7 +18,7 @@ from hss_gate.consistency.novelty import unsupported_words
 from hss_gate.consistency.verdict import Unsupported, Verdict
 from hss_gate.decision_report import LEGEND, decision_html, monitor_html, moved_most
 from hss_gate.decision_rule import decide
-from hss_gate.monitor import live_summary_signals, sample_rows
+from hss_gate.monitor_rules import live_summary_signals, sample_rows
 from hss_gate.paired_comparison import compare
 from hss_gate.pipeline import verdicts_cached
 from hss_gate.settings import GateSettings

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hss_gate.errors import InputError
-from hss_gate.monitor import (
+from hss_gate.monitor_rules import (
     EXIT_CODES,
     WINDOW_COLUMNS,
     blocking_signal_values,
