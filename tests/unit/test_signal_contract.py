@@ -26,7 +26,7 @@ signal, a check kind and a finding signal: not told apart here)."""
 # modules (relative to hss_gate/) that still name signal columns, and how many times: the
 # count may only fall (the issue's end state is none outside tables.py and summary_signals/)
 STILL_NAMING = {
-    "gate_checks.py": 5,
+    "gate_checks.py": 4,
     "monitor_rules.py": 37,
     "sequential.py": 2,
     "baseline_metrics.py": 8,
