@@ -133,42 +133,31 @@ WINDOW_SIGNALS = (
     ("live_any_unsupported", "summaries with an entity/number not in the source"),
 )
 
-# served signals compared between the windows and only reported (never blocking): (name, label,
-# test, alternative). "mann_whitney": a continuous signal, Mann-Whitney U of the current window
-# against the reference ("less": the current is lower, worse; "two-sided": changed either way);
-# "fisher": a 0/1 flag, the one-sided Fisher exact test (higher is worse).
-REPORTED_SIGNALS = (
-    ("live_consistency", "checker consistency (lower is worse)", "mann_whitney", "less"),
-    ("live_novel_ngram_share", "rewriting (share of novel n-grams)", "mann_whitney", "two-sided"),
-    ("live_n_words", "length (words)", "mann_whitney", "two-sided"),
-    ("live_truncated", "summaries cut mid-sentence", "fisher", "greater"),
-    ("live_near_empty", "empty or near-empty summaries", "fisher", "greater"),
-    ("live_copies_source", "summaries about as long as their source", "fisher", "greater"),
-    ("live_overlong", "summaries over the length limit", "fisher", "greater"),
-    ("live_other_language", "summaries in another language", "fisher", "greater"),
-    *((w.column, w.label, w.test, w.alternative) for w in window_tests()),
+# served signals compared between the windows and only reported (never blocking), declared by
+# their signals (hss_gate.summary_signals, `WindowTest`): (name, label, test, alternative).
+# "mann_whitney": a continuous signal, Mann-Whitney U of the current window against the
+# reference ("less": the current is lower, worse; "two-sided": changed either way); "fisher": a
+# 0/1 flag, the one-sided Fisher exact test (higher is worse).
+REPORTED_SIGNALS = tuple(
+    (w.column, w.label, w.test, w.alternative) for w in window_tests() if not w.drift_only
 )
+_DRIFT_ONLY = tuple(w for w in window_tests() if w.drift_only)
 
-# every column a stored reference window must hold (an older one lacking any is rescored);
-# live_unsupported_share is not tested itself but is in the Evidently drift of the windows
+# every column a stored reference window must hold (an older one lacking any is rescored): the
+# blocking flags, the reported tests and the columns only Evidently's drift of the windows reads
 WINDOW_COLUMNS = (
     *(name for name, _ in WINDOW_SIGNALS),
     *(name for name, *_ in REPORTED_SIGNALS),
-    "live_unsupported_share",
+    *(w.column for w in _DRIFT_ONLY),
 )
 WINDOW_LABELS = {
     **dict(WINDOW_SIGNALS),
     **{name: label for name, label, *_ in REPORTED_SIGNALS},
-    "live_unsupported_share": "share of entities/numbers not in the source",
+    **{w.column: w.label for w in _DRIFT_ONLY},
 }
-CONTINUOUS_COLUMNS = (
-    "live_consistency",
-    "live_unsupported_share",
-    "live_novel_ngram_share",
-    "live_n_words",
-    *(w.column for w in window_tests() if w.test == "mann_whitney"),
-)
-"""The continuous window columns: tested with Mann-Whitney U, compared by Evidently's drift."""
+CONTINUOUS_COLUMNS = tuple(w.column for w in window_tests() if w.test == "mann_whitney")
+"""The continuous window columns: tested with Mann-Whitney U (or only compared by Evidently's
+drift), in the registry's order."""
 
 
 def blocking_signal_values(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:

@@ -2,7 +2,7 @@
 by default: consistency.model): the mean score and the share of summaries below the checker's
 threshold. Blocks when consistency falls beyond gate.consistency_margin."""
 
-from hss_gate.summary_signals.contract import Margin, Paired, RelativeBound, Signal
+from hss_gate.summary_signals.contract import Margin, Paired, RelativeBound, Signal, WindowTest
 
 RELATIVE_SHARE_HEADROOM = 0.10
 """A candidate's share of summaries the checker finds unsupported may exceed production's own
@@ -38,6 +38,11 @@ SIGNAL = Signal(
             RELATIVE_SHARE_HEADROOM,
             "unsupported by the checker",
             2,
+        ),
+    ),
+    window=(
+        WindowTest(
+            "live_consistency", "checker consistency (lower is worse)", "mann_whitney", "less"
         ),
     ),
 )

@@ -93,6 +93,7 @@ class WindowTest:
     label: str
     test: Literal["mann_whitney", "fisher"]
     alternative: Literal["less", "greater", "two-sided"]
+    drift_only: bool = False  # not tested itself: only in Evidently's drift of the windows
 
 
 Compute = Callable[[str, str], dict[str, Any]]

@@ -1,11 +1,19 @@
 """How much a summary rewrites its source (novel n-gram share, 1 - extractiveness): reported,
 and read beside HSS (hss_gate.decision_rule.reading_notes)."""
 
-from hss_gate.summary_signals.contract import Paired, Signal
+from hss_gate.summary_signals.contract import Paired, Signal, WindowTest
 
 SIGNAL = Signal(
     name="rewriting",
     paired=(
         Paired("base_novel_ngram_share", "rewriting: novel n-gram share (1 - extractiveness)"),
+    ),
+    window=(
+        WindowTest(
+            "live_novel_ngram_share",
+            "rewriting (share of novel n-grams)",
+            "mann_whitney",
+            "two-sided",
+        ),
     ),
 )

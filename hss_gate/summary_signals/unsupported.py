@@ -1,7 +1,7 @@
 """Entities and numbers of a summary that its source does not support. Blocks when their share
 rises beyond gate.unsupported_margin."""
 
-from hss_gate.summary_signals.contract import Margin, Paired, RelativeBound, Signal
+from hss_gate.summary_signals.contract import Margin, Paired, RelativeBound, Signal, WindowTest
 
 SIGNAL = Signal(
     name="unsupported_entities",
@@ -30,6 +30,15 @@ SIGNAL = Signal(
             "unsupported_margin",
             "unsupported entities/numbers",
             3,
+        ),
+    ),
+    window=(
+        WindowTest(
+            "live_unsupported_share",
+            "share of entities/numbers not in the source",
+            "mann_whitney",
+            "greater",
+            drift_only=True,
         ),
     ),
 )
