@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from hss_gate.cli import app
 from hss_gate.inputs import load_corpus
+from hss_gate.monitor_rules import CONTINUOUS_COLUMNS
 from hss_gate.samples import Sample, SampleStore
 from hss_gate.sentences import split_sentences
 from tests.conftest import CORPUS, REPO
@@ -324,12 +325,14 @@ def test_a_longer_current_window_is_reported_not_blocking(hss, tmp_path):
     # Evidently's drift of the two windows, reported
     drift = report["windows"]["drift"]
     assert (drift["n_reference"], drift["n_current"]) == (100, 20)
-    assert drift["columns"] == [
+    # the continuous served signals, in the registry's order (a new signal's column follows)
+    assert drift["columns"][:4] == [
         "live_consistency",
         "live_unsupported_share",
         "live_novel_ngram_share",
         "live_n_words",
     ]
+    assert drift["columns"] == list(CONTINUOUS_COLUMNS)
     assert "live_n_words" in drift["drifted_columns"] and drift["report"] == "drift_windows.html"
     assert (tmp_path / "monitor" / "drift_windows.html").stat().st_size > 10_000
     distributions = {d["signal"]: d for d in report["windows"]["distributions"]}
