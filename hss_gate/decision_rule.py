@@ -18,8 +18,7 @@ from hss_gate.paired_comparison import NOT_MEASURED_TEXT
 from hss_gate.settings import GateSettings
 from hss_gate.summary_signals import margins, relative_bounds, rewriting
 
-# the order in which deciding signals are reported: a candidate that does not summarize first
-MARGINS = margins()
+MARGINS = margins()  # every paired comparison that can block, from the registered signals
 HSS_MARGIN = next(m for m in MARGINS if m.signal == "hss")
 CONSISTENCY_MARGIN = next(m for m in MARGINS if m.signal == "consistency")
 REWRITING = rewriting.SIGNAL.paired[0].column  # read beside HSS
@@ -67,6 +66,7 @@ def enough_documents(n: int, gate: GateSettings) -> bool:
     return n >= gate.min_category_documents
 
 
+# the order in which deciding signals are reported: a candidate that does not summarize first
 PRIORITY = (
     "not_summarizing",
     "consistency",
