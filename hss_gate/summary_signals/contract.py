@@ -11,7 +11,7 @@ is rendered)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from hss_gate.tables import Column
@@ -115,4 +115,3 @@ class Signal:
     margins: tuple[Margin, ...] = ()
     bounds: tuple[RelativeBound, ...] = ()
     window: tuple[WindowTest, ...] = ()
-    notes: tuple[str, ...] = field(default=())
