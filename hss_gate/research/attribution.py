@@ -245,11 +245,13 @@ class WordMasker:
 def _start(
     scorer: LikelihoodModel, document: str, summary: str, settings: AttributionSettings
 ) -> tuple[float, list[str], _Target]:
-    """Start time, the document's words and the target over its first max_words words."""
+    """Start time, the document's words and the target over its first max_words words (the
+    explanation's seconds include its first evaluation, f(document))."""
+    started = time.perf_counter()
     words = split_words(document)
     n = min(len(words), settings.max_words)
     target = _Target(scorer, document, summary, n, settings.mask_token)
-    return time.perf_counter(), words, target
+    return started, words, target
 
 
 def shap_attribution(
@@ -507,6 +509,29 @@ class MethodInstability:
         }
 
 
+BUDGETS = {"shap": "shap_max_evals", "lime": "lime_num_samples", "smile": "smile_num_samples"}
+"""The AttributionSettings field that caps each method's evaluations per explanation."""
+
+
+def planned_evaluations(
+    settings: AttributionSettings,
+    perturbed: int,
+    methods: Sequence[str] | None = None,
+    limits: dict[str, int | None] | None = None,
+) -> int:
+    """The model evaluations explain_document plans for a document with `perturbed` perturbed
+    texts: per method its budget for the original and each perturbation it explains (`limits`,
+    as explain_document takes them); attention's one forward pass per text included. An
+    explanation may spend less (repeated masks are evaluated once)."""
+    total = 0
+    for method in methods or settings.methods:
+        limit = (limits or {}).get(method)
+        texts = 1 + (perturbed if limit is None else min(perturbed, limit))
+        budget = getattr(settings, BUDGETS[method]) if method in BUDGETS else 1
+        total += texts * budget
+    return total
+
+
 def explain_document(
     scorer: LikelihoodModel,
     document: str,
@@ -516,51 +541,100 @@ def explain_document(
     methods: Sequence[str] | None = None,
     encode: Encode | None = None,
     limits: dict[str, int | None] | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> dict[str, MethodInstability]:
     """Attribute log p(base summary | x) for the document and each perturbation, per method,
     and measure how much the explanation moves (aligned by word position). `limits` caps the
-    perturbations a method explains (e.g. {"lime": 1}: LIME gains nothing from prefix reuse)."""
+    perturbations a method explains (e.g. {"lime": 1}: LIME gains nothing from prefix reuse).
+    `advance(n)` is told of every n model evaluations as they return (planned_evaluations is
+    their most); at the end the unspent rest of the plan, so the document's count completes."""
     out: dict[str, MethodInstability] = {}
     words = split_words(document)
-    for method in methods or settings.methods:
-        original = attribute(method, scorer, document, summary, settings, encode)
-        if original is None:
-            continue
-        texts = list(perturbed)[: (limits or {}).get(method)]
-        rows: list[WordAttribution] = []
-        metrics: list[dict[str, float]] = []
-        aligned: list[np.ndarray] = []
-        swapped: list[tuple[int, ...]] = []
-        for text in texts:
-            other = attribute(method, scorer, text, summary, settings, encode)
-            if other is None:
-                break
-            al = align(words, other.words)
-            b = np.zeros(len(words))
-            b[al.original] = other.values[al.perturbed]
-            a = original.values[al.original]
-            metrics.append(
-                instability(a, other.values[al.perturbed], settings.top_k)
-                | {"swaps": float(len(al.swapped))}
+    counted = None
+    if advance is not None:
+        from hss_gate.research.likelihood import CountedLikelihood
+
+        counted = CountedLikelihood(scorer, advance)
+        scorer = counted
+    try:
+        for method in methods or settings.methods:
+            forward = counted.add if counted is not None and method == "attention" else None
+            explained = _explain_method(
+                method,
+                scorer,
+                document,
+                words,
+                summary,
+                perturbed,
+                settings,
+                encode,
+                limits,
+                forward,
             )
-            rows.append(other)
-            aligned.append(b)
-            swapped.append(al.swapped)
-        if len(rows) != len(texts):
-            continue
-        changes = word_changes(words, original.values, aligned, swapped)
-        everything = [original, *rows]
-        out[method] = MethodInstability(
-            method,
-            original,
-            rows,
-            metrics,
-            aggregate(metrics),
-            sum(r.evaluations for r in everything),
-            round(sum(r.seconds for r in everything), 4),
-            [asdict(c) for c in changes],
-        )
+            if explained is not None:
+                out[method] = explained
+    finally:
+        if counted is not None:
+            plan = planned_evaluations(settings, len(perturbed), methods, limits)
+            if plan > counted.count:
+                counted.add(plan - counted.count)
     return out
+
+
+def _explain_method(
+    method: str,
+    scorer: LikelihoodModel,
+    document: str,
+    words: list[str],
+    summary: str,
+    perturbed: Sequence[str],
+    settings: AttributionSettings,
+    encode: Encode | None,
+    limits: dict[str, int | None] | None,
+    forward: Callable[[int], None] | None = None,
+) -> MethodInstability | None:
+    """One method's explanations of the document and its perturbations (explain_document);
+    None when the method does not apply to the scorer. `forward(1)` is told of each
+    explanation that is one forward pass outside loglik (attention)."""
+    original = attribute(method, scorer, document, summary, settings, encode)
+    if original is None:
+        return None
+    if forward is not None:
+        forward(1)
+    texts = list(perturbed)[: (limits or {}).get(method)]
+    rows: list[WordAttribution] = []
+    metrics: list[dict[str, float]] = []
+    aligned: list[np.ndarray] = []
+    swapped: list[tuple[int, ...]] = []
+    for text in texts:
+        other = attribute(method, scorer, text, summary, settings, encode)
+        if other is None:
+            return None
+        if forward is not None:
+            forward(1)
+        al = align(words, other.words)
+        b = np.zeros(len(words))
+        b[al.original] = other.values[al.perturbed]
+        a = original.values[al.original]
+        metrics.append(
+            instability(a, other.values[al.perturbed], settings.top_k)
+            | {"swaps": float(len(al.swapped))}
+        )
+        rows.append(other)
+        aligned.append(b)
+        swapped.append(al.swapped)
+    changes = word_changes(words, original.values, aligned, swapped)
+    everything = [original, *rows]
+    return MethodInstability(
+        method,
+        original,
+        rows,
+        metrics,
+        aggregate(metrics),
+        sum(r.evaluations for r in everything),
+        round(sum(r.seconds for r in everything), 4),
+        [asdict(c) for c in changes],
+    )
 
 
 def top_words(attr: WordAttribution, k: int = 10) -> list[tuple[int, str, float]]:

@@ -10,7 +10,9 @@ outside and with its peak memory from the kernel (wait4):
   regenerated for every perturbation, no cache, every stage loading its own models;
 - scaling: cold runs over more documents and over more perturbations per strength (K);
 - dask: the flows' Dask route with 1 and 2 local workers;
-- shap: SHAP at our budget against shap's default budget for the same explainer;
+- shap: word-level attribution as the experiment runs it, its cost per evaluation and per
+  document beside the model and summary length, and SHAP at our budget against shap's default
+  budget for the same explainer (hss_gate.research.attribution_bench);
 - gate_cold: `hss gate` on an empty cache, production restored from the versioned baseline,
   with sequential stopping (and, in the full plan, with `--full` too), for each candidate;
 - quickstart: the README's `make quickstart` after setup (`make -o setup quickstart`);
@@ -36,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
+from hss_gate.research.attribution_bench import shap_stage
 from hss_gate.research.checker_bench import checker_stage
 
 QUICK_MODEL = "gguf:smollm2-135m-instruct"
-SHAP_DEFAULT_MAX_EVALS = 500  # shap.explainers.Partition.__call__ default (shap 0.51)
 
 
 @dataclass
@@ -193,6 +195,8 @@ def ratios(times: dict[str, float | None], shap: dict[str, Any]) -> dict[str, fl
         else None,
         "shap_spearman_vs_default": shap["spearman"] if explained else None,
         "attribution_s_per_document": shap["seconds_per_document"] if explained else None,
+        # absent from a bench.json before issue 47
+        "attribution_s_per_evaluation": shap.get("seconds_per_evaluation") if explained else None,
     }
 
 
@@ -397,85 +401,6 @@ def naive_stage(config: dict[str, Any]) -> dict[str, Any]:
         for doc in docs
     }
     return {"seconds": time.perf_counter() - started, "generations": generations, "hss": hss}
-
-
-def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
-    """Attribution of whole documents as the experiment runs it: per document the original and
-    one perturbation per band, SHAP and LIME at the experiment's budgets (seconds, evaluations),
-    then SHAP of the original at shap's default budget and the agreement (Spearman)."""
-    from hss_gate.cache import Cache
-    from hss_gate.errors import ModelError
-    from hss_gate.inputs import load_corpus
-    from hss_gate.instability_metrics import spearman
-    from hss_gate.pipeline import make_perturbations
-    from hss_gate.research.attribution import explain_document, shap_attribution
-    from hss_gate.research.experiment_run import attribution_budget, explained_perturbations
-    from hss_gate.research.likelihood import CachedLikelihood, load_scorer
-    from hss_gate.summarizers import load_summarizer
-    from hss_gate.toolkit import real_toolkit
-
-    settings = _stage_settings(config)
-    exp = settings.experiment
-    try:
-        model = load_scorer(
-            config["model"], settings, exp.attribution_backend, exp.attribution_dtype
-        )
-    except ModelError as exc:  # extractive / openai: no token probabilities to explain
-        return {"skipped": str(exc)}
-    docs = load_corpus(config["corpus"])[: config.get("shap_documents", 1)]
-    cache = Cache(config["cache"])
-    perturbed = make_perturbations(docs, settings, real_toolkit(settings), cache)
-    summaries = load_summarizer(config["model"], settings).summarize([d.text for d in docs])
-    scorer = CachedLikelihood(model, Cache(None))  # within this stage only: timings stay cold
-    ours = attribution_budget(settings)
-    default = ours.model_copy(
-        update={"shap_max_evals": SHAP_DEFAULT_MAX_EVALS, "shap_fixed_context": None}
-    )
-    started = time.perf_counter()  # model load and shap's JIT, kept out of the per-document cost
-    head = " ".join(docs[0].text.split()[:12])
-    shap_attribution(scorer, head, summaries[0], ours.model_copy(update={"shap_max_evals": 8}))
-    warmup = time.perf_counter() - started
-    rows = []
-    for doc, summary in zip(docs, summaries, strict=True):
-        chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
-        started = time.perf_counter()
-        texts = [p.text for p in chosen]
-        limits = {"lime": exp.lime_perturbations}
-        explained = explain_document(scorer, doc.text, summary, texts, ours, limits=limits)
-        seconds = time.perf_counter() - started
-        reference = shap_attribution(scorer, doc.text, summary, default)
-        rows.append(
-            {
-                "doc_id": doc.doc_id,
-                "words": len(doc.text.split()),
-                "summary_words": len(summary.split()),
-                "texts": 1 + len(chosen),
-                "seconds": round(seconds, 2),
-                "evaluations": {m: r.evaluations for m, r in explained.items()},
-                "shap_evaluations_original": explained["shap"].original.evaluations,
-                "spearman": spearman(explained["shap"].original.values, reference.values),
-                "default_evaluations": reference.evaluations,
-            }
-        )
-    return {
-        "model": config["model"],
-        "documents": rows,
-        "seconds_per_document": float(np.mean([r["seconds"] for r in rows])),
-        "warmup_s": round(warmup, 2),
-        "spearman": float(np.mean([r["spearman"] for r in rows])),
-        "ours": {
-            "max_evals": ours.shap_max_evals,
-            "fixed_context": ours.shap_fixed_context,
-            "lime_samples": ours.lime_num_samples,
-            "methods": list(ours.methods),
-            "evaluations": float(np.mean([r["shap_evaluations_original"] for r in rows])),
-        },
-        "default": {
-            "max_evals": default.shap_max_evals,
-            "fixed_context": None,
-            "evaluations": float(np.mean([r["default_evaluations"] for r in rows])),
-        },
-    }
 
 
 def sentence_shap_stage(config: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from hss_gate.research.attribution_bench import TARGET_S_PER_EVALUATION, attribution_lines
 from hss_gate.research.bench import (
     BenchPlan,
     Measured,
@@ -241,6 +242,7 @@ def run_bench(
             "attribution_perturbations": run.settings.experiment.attribution_perturbations,
             "attribution_backend": run.settings.experiment.attribution_backend,
             "attribution_dtype": run.settings.experiment.attribution_dtype,
+            "attribution_workers": run.settings.experiment.attribution_workers,
         },
         "documents": n_main,
         "sample_documents": n_sample,
@@ -420,6 +422,7 @@ def markdown(bench: dict[str, Any]) -> str:
         "shap_eval_fraction": ("<=", 0.2),
         "shap_spearman_vs_default": (">=", 0.9),
         "attribution_s_per_document": ("<=", 30.0),
+        "attribution_s_per_evaluation": ("<=", TARGET_S_PER_EVALUATION),
     }
     lines = [
         f"# hss bench: {bench['plan']['model']}, {bench['documents']} documents",
@@ -453,6 +456,7 @@ def markdown(bench: dict[str, Any]) -> str:
                 f"| {run['seconds']:.0f} s | <= {target} s | "
                 f"{'yes' if run['seconds'] <= target else 'no'} |"
             )
+    lines += attribution_lines(bench.get("shap"))
     lines += sentence_shap_lines(bench.get("sentence_shap"))
     lines += checker_lines(bench.get("checker"))
     if bench.get("quickstart_s") is not None:

@@ -305,6 +305,20 @@ def attribution_budget(settings: HssSettings) -> Any:
     )
 
 
+def sentence_evaluations(settings: HssSettings, text: str, perturbed: int) -> int:
+    """The evaluations one sentence-level method plans for a document (the gate's explainer,
+    gate.attribution's budget for its sentences, the original and each perturbation); 0 for a
+    document too short to explain."""
+    from hss_gate.gate_attribution import MIN_SENTENCES, explained_words, explainer_settings
+    from hss_gate.masked_text import sentence_features
+
+    words = explained_words(settings)
+    sentences = sentence_features(text, words).n
+    if sentences < MIN_SENTENCES:
+        return 0
+    return (1 + perturbed) * explainer_settings(settings.gate.attribution, sentences, words).budget
+
+
 def attribution_hook(
     settings: HssSettings, tools: Any, cache: Any, progress: Progress = no_progress
 ) -> Comparators:
@@ -316,8 +330,8 @@ def attribution_hook(
     from hss_gate.gate_attribution import explain_document as explain_sentence_level
     from hss_gate.gate_attribution import explained_words
     from hss_gate.pipeline import make_perturbations
-    from hss_gate.research.attribution import explain_document
-    from hss_gate.research.likelihood import CachedLikelihood, load_scorer
+    from hss_gate.research.attribution import explain_document, planned_evaluations
+    from hss_gate.research.likelihood import CachedLikelihood, CountedLikelihood, load_scorer
 
     exp = settings.experiment
     budget = attribution_budget(settings)
@@ -326,7 +340,13 @@ def attribution_hook(
 
     def columns(uri: str, docs: Sequence[Document], base: dict[str, str]) -> pd.DataFrame:
         try:
-            model = load_scorer(uri, settings, exp.attribution_backend, exp.attribution_dtype)
+            model = load_scorer(
+                uri,
+                settings,
+                exp.attribution_backend,
+                exp.attribution_dtype,
+                exp.attribution_workers,
+            )
         except ModelError:
             return pd.DataFrame({"doc_id": [d.doc_id for d in docs]})
         scorer = CachedLikelihood(model, cache)  # every evaluation stored: a rerun resumes
@@ -337,10 +357,16 @@ def attribution_hook(
             chosen = explained_perturbations(perturbed[doc.doc_id], exp.attribution_perturbations)
             texts = [p.text for p in chosen]
             row: dict[str, Any] = {"doc_id": doc.doc_id}
+            limits = {"lime": exp.lime_perturbations}
+            sentence_plan = sentence_evaluations(settings, doc.text, len(texts))
+            planned = len(sentence_methods) * sentence_plan
             if budget.methods:
-                limits = {"lime": exp.lime_perturbations}
+                planned += planned_evaluations(budget, len(texts), limits=limits)
+            # the document's evaluations done of those planned: moves during the document
+            step = progress(f"attribution {uri} evaluations", planned, 0)
+            if budget.methods:
                 explained = explain_document(
-                    scorer, doc.text, base[doc.doc_id], texts, budget, limits=limits
+                    scorer, doc.text, base[doc.doc_id], texts, budget, limits=limits, advance=step
                 )
                 shap = explained.get("shap")
                 row |= (
@@ -350,8 +376,9 @@ def attribution_hook(
                     | {ATTRIBUTION_WORDS: shap.words if shap is not None else None}
                 )
             for name in sentence_methods:
+                counted = CountedLikelihood(scorer, step)
                 found = explain_sentence_level(
-                    scorer,
+                    counted,
                     doc.doc_id,
                     doc.text,
                     base[doc.doc_id],
@@ -361,6 +388,8 @@ def attribution_hook(
                     seed=settings.perturb.seed,
                     method=SENTENCE_METHODS[name],
                 )
+                if sentence_plan > counted.count:
+                    counted.add(sentence_plan - counted.count)
                 row |= {
                     f"{name}_instability": found.rank,
                     f"{name}_evaluations": found.evaluations,

@@ -8,7 +8,7 @@ model URI: hf and gguf (transformers or llama.cpp) from hss_gate.likelihood, `fa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -91,6 +91,35 @@ class CachedLikelihood:
         return np.array([float.fromhex(found[k].decode()) for k in keys], dtype=np.float64)
 
 
+class CountedLikelihood:
+    """Any scorer, every document it is asked to score counted and reported to `advance` as
+    it returns (progress that moves during a document: evaluations done of those planned).
+    Callers that memoize (attribution's target, the sentence game) ask only for documents not
+    scored yet, so the count is their distinct evaluations; a CachedLikelihood inside counts
+    its hits too (a resumed run's progress moves as fast as the cache answers)."""
+
+    def __init__(self, scorer: LikelihoodModel, advance: Callable[[int], None]) -> None:
+        self.scorer = scorer
+        self.advance = advance
+        self.fingerprint = scorer.fingerprint
+        self.count = 0
+
+    def __getattr__(self, name: str) -> Any:  # word_attention, evaluations, ...
+        if name == "scorer":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.scorer, name)
+
+    def add(self, n: int) -> None:
+        """Count n evaluations made elsewhere (a forward pass outside loglik, a plan's rest)."""
+        self.count += n
+        self.advance(n)
+
+    def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
+        values = self.scorer.loglik(documents, summary)
+        self.add(len(documents))
+        return values
+
+
 GgufBackend = Literal["transformers", "llama.cpp"]
 
 
@@ -99,18 +128,20 @@ def load_scorer(
     settings: HssSettings,
     gguf_backend: GgufBackend = "llama.cpp",
     dtype: str = "float32",
+    workers: int = 1,
 ) -> LikelihoodModel:
     """The teacher-forced scorer for a model URI (gguf:, hf:, fake:overlap).
 
     GGUF weights are scored by llama.cpp (forced decoding, the engine that wrote the
     summaries) or by transformers on the same weights dequantized to fp32 (one batched
     forward pass per batch: ~4x faster on CPU, log-probabilities within a few tenths of a nat).
-    `dtype` is the transformers weights' precision (float32, or bfloat16 at ~2x the speed).
+    `dtype` is the transformers weights' precision (float32, or bfloat16 at ~2x the speed);
+    `workers` its forward passes at once, one torch thread each (0: one per core; HfLikelihood).
     """
     if uri == "fake:overlap":
         return OverlapLikelihood()
     return likelihood_scorer(
-        uri, settings.generate, settings.run.models_dir, gguf_backend, dtype=dtype
+        uri, settings.generate, settings.run.models_dir, gguf_backend, dtype=dtype, workers=workers
     )
 
 

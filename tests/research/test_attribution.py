@@ -7,6 +7,7 @@ BART weights) the teacher-forced scorer is checked against transformers' own los
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +22,19 @@ pytest.importorskip("lime")
 
 from hss_gate.embedding import HashingEmbedder  # noqa: E402
 from hss_gate.errors import ModelError  # noqa: E402
-from hss_gate.likelihood import HfLikelihood  # noqa: E402
+from hss_gate.likelihood import HfLikelihood, reuse_plan  # noqa: E402
 from hss_gate.research.attribution import (  # noqa: E402
     AttributionSettings,
     attention_attribution,
     explain_document,
     lime_attribution,
+    planned_evaluations,
     shap_attribution,
     smile_attribution,
     split_words,
 )
 from hss_gate.research.likelihood import (  # noqa: E402
+    CountedLikelihood,
     OverlapLikelihood,
     load_scorer,
     scorer_for,
@@ -122,6 +125,60 @@ def test_explain_document_reports_instability_of_a_swap() -> None:
     )
     assert len(limited["shap"].perturbed) == 2 and len(limited["lime"].perturbed) == 1
     assert limited["lime"].per_perturbation[0]["swaps"] == 1  # the first perturbation is kept
+
+
+def test_explain_document_reports_its_evaluations_as_they_happen() -> None:
+    """Progress within a document: evaluations done of those planned, in several steps, the
+    unspent rest of the plan at the end (repeated masks are evaluated once)."""
+    scorer = OverlapLikelihood()
+    swapped = DOC.replace("river", "stream")
+    settings = AttributionSettings(methods=["shap", "lime"], shap_max_evals=16, lime_num_samples=16)
+    limits = {"lime": 1}
+    planned = planned_evaluations(settings, 2, limits=limits)
+    assert planned == 3 * 16 + 2 * 16  # SHAP on the original + 2, LIME on the original + 1
+    steps: list[int] = []
+    out = explain_document(
+        scorer, DOC, SUMMARY, [swapped, DOC], settings, limits=limits, advance=steps.append
+    )
+    assert sum(steps) == planned
+    spent = sum(r.evaluations for r in out.values())
+    assert spent == scorer.evaluations  # every model call counted, as it returned
+    assert spent in set(itertools.accumulate(steps))  # then the unspent rest of the plan, if any
+    short: list[int] = []  # three words: LIME draws repeated masks, evaluated once
+    few = explain_document(OverlapLikelihood(), "a b c.", "a", [], settings, advance=short.append)
+    spent = sum(r.evaluations for r in few.values())
+    assert spent < 32 and sum(short) == 32 and short[-1] == 32 - spent
+    assert len(steps) > 6  # it moved within each explanation, not once per explanation
+    assert planned_evaluations(settings, 5, methods=["shap"]) == 6 * 16
+    assert planned_evaluations(AttributionSettings(methods=["attention"]), 2) == 3
+    # no progress asked: the same explanation
+    again = explain_document(
+        OverlapLikelihood(), DOC, SUMMARY, [swapped, DOC], settings, limits=limits
+    )
+    assert np.array_equal(again["shap"].original.values, out["shap"].original.values)
+
+
+def test_counted_likelihood_counts_what_it_scores() -> None:
+    steps: list[int] = []
+    counted = CountedLikelihood(OverlapLikelihood(), steps.append)
+    assert counted.loglik(["a b", "b"], "a").shape == (2,)
+    counted.add(3)
+    assert steps == [2, 3] and counted.count == 5
+    assert counted.evaluations == 2  # the wrapped scorer's own attributes show through
+
+
+def test_reuse_plan_follows_one_by_one_scoring() -> None:
+    full = list(range(100))
+    masked_late = full[:80] + full[81:]  # shares 80 tokens with the full prompt
+    masked_early = full[:5] + full[6:]  # shares 5: below a quarter, computed whole
+    plan = reuse_plan([], [full, masked_late, masked_early, [*masked_early[:50], 7]], limit=4)
+    assert plan.steps == [(None, 0), (0, 80), (None, 0), (1, 50)]
+    assert plan.new == [0, 2] and plan.final == [1, 0]  # newest first
+    # the kept anchors are the first sources; the limit drops the oldest: at limit 1 the full
+    # prompt (60 tokens in common with the last) is gone by then, so it is computed whole
+    later = reuse_plan([full], [masked_early, [*full[:60], 1, 2]], limit=1)
+    assert later.steps == [(None, 0), (None, 0)] and later.new == [0, 1] and later.final == [2]
+    assert reuse_plan([full], [[*full[:60], 1, 2]], limit=1).steps == [(0, 60)]
 
 
 def test_scorers_exist_only_for_backends_with_token_probabilities() -> None:
@@ -313,6 +370,30 @@ def test_prefix_reuse_equals_full_forward_and_computes_fewer_tokens(causal_dir: 
     assert np.allclose(alone, together, atol=1e-4)
     assert len(set(np.round(alone, 4))) == len(variants), "each masked word moves the value"
     assert reused.tokens_computed < 0.7 * full.tokens_computed
+
+
+def test_parallel_workers_compute_what_one_by_one_scoring_computes(causal_dir: Path) -> None:
+    """workers=2: one-thread forward passes two at a time, the same anchors and prefixes as
+    one by one (the same tokens computed, the same values); torch's threads restored."""
+    _, summary = _summary(causal_dir, DOCS[0])
+    words = split_words(DOCS[0])
+    variants = [DOCS[0]] + [" ".join(words[:i] + words[i + 1 :]) for i in (0, 1, 5, 8, 3)]
+    variants += [DOCS[1], DOCS[2]]
+    serial = load_scorer("hf:" + str(causal_dir), _settings(batch_size=1))
+    parallel = HfLikelihood("hf:" + str(causal_dir), _settings(batch_size=1).generate, workers=2)
+    parallel._summarizer = serial._summarizer  # the same weights
+    threads = torch.get_num_threads()
+    one_by_one = np.concatenate(
+        [serial.loglik(variants[:3], summary), serial.loglik(variants[3:], summary)]
+    )
+    together = np.concatenate(
+        [parallel.loglik(variants[:3], summary), parallel.loglik(variants[3:], summary)]
+    )
+    assert torch.get_num_threads() == threads
+    assert np.allclose(together, one_by_one, atol=1e-5)
+    assert parallel.tokens_computed == serial.tokens_computed  # the same reuse, prefix by prefix
+    assert parallel.evaluations == serial.evaluations == len(variants)
+    assert [ids for ids, _ in parallel._anchors] == [ids for ids, _ in serial._anchors]
 
 
 def test_cached_scorer_stores_every_evaluation_and_resumes(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hss_gate.corpus import Document
+from hss_gate.research.attribution_bench import attribution_lines, cost_record
 from hss_gate.research.bench import linear_fit, ratios, run_timed
 from hss_gate.research.bench_run import checker_lines, markdown, sentence_shap_lines
 from hss_gate.research.checker_bench import checker_pairs, checker_stage, time_checker
@@ -47,9 +48,65 @@ def test_ratios_divide_the_right_times():
         "shap_eval_fraction": 0.08,
         "shap_spearman_vs_default": 0.7,
         "attribution_s_per_document": 41.5,
+        "attribution_s_per_evaluation": None,  # a bench.json from before issue 47
     }
+    assert (
+        ratios(times, shap | {"seconds_per_evaluation": 0.43})["attribution_s_per_evaluation"]
+        == 0.43
+    )
     skipped = ratios(times, {"skipped": "extractive"})
     assert skipped["shap_eval_fraction"] is None and skipped["shap_spearman_vs_default"] is None
+
+
+def _explained(doc_id, shap, lime, shap_s, lime_s, tokens=None, summary_tokens=None):
+    return {
+        "doc_id": doc_id,
+        "summary_words": 60,
+        "summary_tokens": summary_tokens,
+        "seconds": shap_s + lime_s + 1.0,
+        "evaluations": {"shap": shap, "lime": lime},
+        "method_seconds": {"shap": shap_s, "lime": lime_s},
+        "tokens_computed": tokens,
+    }
+
+
+def test_cost_record_gives_seconds_per_evaluation_beside_the_work():
+    rows = [
+        _explained("a", 64, 32, 32.0, 8.0, tokens=38400, summary_tokens=100),
+        _explained("b", 64, 30, 16.0, 7.0, tokens=28000, summary_tokens=110),
+    ]
+    got = cost_record(rows)
+    assert got["documents_explained"] == 2
+    assert got["evaluations_per_document"] == 95.0  # (96 + 94) / 2
+    assert got["seconds_per_evaluation"] == round(63.0 / 190, 4)  # the methods' own seconds
+    assert got["seconds_per_evaluation_by_method"] == {"lime": round(15 / 62, 4), "shap": 0.375}
+    assert got["seconds_per_document"] == pytest.approx((41.0 + 24.0) / 2)
+    assert got["summary_words"] == 60.0 and got["summary_tokens"] == 105.0
+    assert got["tokens_per_evaluation"] == round(66400 / 190, 1)
+    # a scorer that does not count its tokens (llama.cpp, the fake): None, not 0
+    plain = cost_record([_explained("a", 16, 16, 4.0, 4.0)])
+    assert plain["tokens_per_evaluation"] is None and plain["summary_tokens"] is None
+    assert plain["seconds_per_evaluation"] == 0.25
+
+
+def test_attribution_lines_show_a_multiplied_cost():
+    record = cost_record([_explained("a", 64, 32, 25.6, 9.6, tokens=36000, summary_tokens=104)])
+    shap = {"model": "gguf:smollm2-135m-instruct", "dtype": "bfloat16", "workers": 2} | record
+    (line,) = attribution_lines(shap)
+    assert line.startswith(
+        "| attribution seconds per evaluation, gguf:smollm2-135m-instruct (bfloat16, 2 workers):"
+        " 60-word (104-token) summaries, 96 evaluations and 36.2 s per document, 375 tokens "
+        "computed per evaluation (lime 0.30 s, shap 0.40 s)"
+    )
+    assert line.endswith("| 0.367 s | <= 1 s | yes |")
+    ten_times = cost_record([_explained("a", 64, 32, 256.0, 96.0)])
+    (slow,) = attribution_lines(shap | ten_times)
+    assert slow.endswith("| 3.667 s | <= 1 s | no |")
+    assert attribution_lines({"skipped": "extractive"}) == [
+        "| attribution seconds per evaluation | not measured (extractive) | <= 1 s | - |"
+    ]
+    assert attribution_lines({"ours": {}, "spearman": 0.5}) == []  # an older bench.json
+    assert attribution_lines(None) == []
 
 
 def test_run_timed_reports_the_childs_peak_memory_and_result(tmp_path):
@@ -101,6 +158,7 @@ def test_markdown_marks_met_and_missed_targets():
     assert "| speedup_vs_naive | 2.000 | >= 4.0 | no |" in text
     assert "| shap_eval_fraction | not measured |" in text
     assert "| attribution_s_per_document | 41.500 | <= 30.0 | no |" in text
+    assert "| attribution_s_per_evaluation | not measured | <= 1.0 | - |" in text
     assert "| 1000 s | <= 900 s | no |" in text
     assert (
         "| checker invented-sbert per (document, summary) pair, amortized over 48 pairs, "

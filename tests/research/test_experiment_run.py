@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pandas as pd
 import pytest
 
@@ -210,6 +212,55 @@ def test_attribution_hook_adds_instability_for_models_with_likelihoods(settings,
     assert (table["shap_evaluations"] > 0).all()
     # a model without token probabilities gets no attribution columns, not an error
     assert list(hook("extractive:lead-3", DOCS[:2], base).columns) == ["doc_id"]
+
+
+class Recorder:
+    """A Progress that records each stage's starts and advances."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, int]] = []
+
+    def __call__(self, stage: str, total: int, done: int):
+        self.events.append(("start", stage, total))
+        return lambda n: self.events.append(("advance", stage, n))
+
+
+def documents_of(events: list[tuple[str, str, int]], stage: str) -> list[tuple[int, list[int]]]:
+    """Per start of `stage`: its total and the advances until the next start."""
+    out: list[tuple[int, list[int]]] = []
+    for kind, name, n in events:
+        if name != stage:
+            continue
+        if kind == "start":
+            out.append((n, []))
+        else:
+            out[-1][1].append(n)
+    return out
+
+
+@pytest.mark.parametrize("methods", [["shap", "lime"], ["shap", "sentence_shap"]])
+def test_attribution_progress_moves_during_each_document(settings, tmp_path, methods):
+    from hss_gate.research.experiment_run import attribution_hook
+
+    settings.experiment.attribution_methods = methods
+    settings.experiment.shap_max_evals = 16
+    settings.experiment.lime_samples = 16
+    recorder = Recorder()
+    hook = attribution_hook(settings, fake_toolkit(), Cache(tmp_path / "cache"), recorder)
+    base = {d.doc_id: "the council approved the plan" for d in DOCS[:2]}
+    table = hook("fake:overlap", DOCS[:2], base)
+    documents = documents_of(recorder.events, "attribution fake:overlap")
+    assert documents == [(2, [1, 1])]
+    evaluations = documents_of(recorder.events, "attribution fake:overlap evaluations")
+    assert len(evaluations) == 2  # one count per document, started again for each
+    for (planned, steps), row in zip(evaluations, table.itertuples(), strict=True):
+        assert sum(steps) == planned > 0  # done of those planned, complete at the end
+        spent = sum(getattr(row, f"{m}_evaluations") for m in methods)
+        assert 0 < spent <= planned
+        if "sentence_shap" not in methods:  # one explain_document: its rest comes last
+            assert spent in set(itertools.accumulate(steps))  # computed, as it came back
+        assert len(steps) > 4  # it moved within the document
+    assert evaluations[0][0] >= 16 * (1 + 1)  # at least one explained text besides the original
 
 
 def test_attribution_hook_explains_sentences_with_the_gates_explainer(settings, tmp_path):
