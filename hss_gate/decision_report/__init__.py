@@ -4,7 +4,10 @@
   words, numbers as text, each section's table, the flagged served samples); gate and monitor
   share it.
 - markdown.py: the pull-request comment (decision.md, `pull_request_comment`) and monitor.md.
-- html_page.py: decision.html and monitor.html, every user text escaped.
+- html_page.py: decision.html and monitor.html, every user text escaped, with their pictures:
+  figures.py (matplotlib to deterministic, offline inline SVG with a text alternative),
+  gate_figures.py (the looks, each summary's consistency, HSS by category) and
+  monitor_figures.py (the trend over recorded runs, the windows' flagged shares).
 - junit.py: the gate as JUnit XML.
 
 The workflows call the renderers through this package (`decision_report.monitor_html(...)`).
@@ -12,6 +15,7 @@ The workflows call the renderers through this package (`decision_report.monitor_
 
 from __future__ import annotations
 
+from hss_gate.decision_report.gate_figures import paired_documents
 from hss_gate.decision_report.html_page import LEGEND, decision_html, monitor_html
 from hss_gate.decision_report.junit import decision_junit
 from hss_gate.decision_report.markdown import (
@@ -39,5 +43,6 @@ __all__ = [
     "monitor_html",
     "monitor_markdown",
     "moved_most",
+    "paired_documents",
     "pull_request_comment",
 ]

@@ -11,6 +11,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hss_gate.decision_record import Decision
+from hss_gate.decision_report.gate_figures import (
+    categories_svg,
+    category_intervals,
+    category_table,
+    consistency_svg,
+    consistency_table,
+    looks_svg,
+    looks_table,
+)
+from hss_gate.decision_report.monitor_figures import flagged_shares_svg, trend_svg
 from hss_gate.decision_report.sections import (
     FLAGGED_SHOWN,
     VERDICT,
@@ -35,7 +45,7 @@ from hss_gate.decision_report.sections import (
     word_spans,
 )
 from hss_gate.tables import Evidence, unsupported_evidence
-from hss_gate.trend_plot import trend_line, trend_svg
+from hss_gate.trend_plot import trend_line
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -45,7 +55,8 @@ vertical-align:top;text-align:left}th{background:#f3f3f3}.promote,.healthy{color
 font-size:.9em}code{background:#f3f3f3;padding:0 .2rem}
 mark.unsupported-word{background:#f4a6a6;font-weight:bold}
 .evidence table{width:100%;table-layout:fixed}.evidence th:nth-child(2){width:12rem}
-figure.trend{margin:1rem 0}figure.trend svg{max-width:100%;height:auto}
+figure.chart{margin:1rem 0}figure.chart svg{max-width:100%;height:auto;display:block}
+figure.chart figcaption{font-size:.9em;color:#444;max-width:46rem}
 """
 
 LEGEND = (
@@ -78,6 +89,14 @@ def _page(title: str, parts: list[str]) -> str:
         f"<style>{_CSS}</style></head><body>"
     )
     return "\n".join([head, *parts, "</body></html>"])
+
+
+def figure(svg: str, caption: str) -> str:
+    """A picture (figures.picture's inline SVG, its text alternative inside) with its caption
+    (escaped); "" without a picture."""
+    if not svg:
+        return ""
+    return f"<figure class='chart'>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
 def _item(text: str, code: str) -> str:
@@ -131,8 +150,14 @@ def _evidence(first: str, evidence: Sequence[Evidence]) -> Table:
 # ----------------------------------------------------------------------------- the gate
 
 
-def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()) -> str:
-    """A standalone HTML page of the decision; examples are the documents that moved most."""
+def decision_html(
+    decision: Decision,
+    examples: Sequence[Mapping[str, Any]] = (),
+    documents: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """A standalone HTML page of the decision; examples are the documents that moved most,
+    documents each paired document's values (`gate_figures.paired_documents`: the pictures of
+    consistency and of HSS by category need them)."""
     m = decision.metrics
     esc = html.escape
     parts = [
@@ -145,6 +170,7 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
         f"<p>Decided by: <b>{esc(', '.join(decision.decided_by) or 'nothing')}</b>. Consistency "
         f"checker: <code>{esc(decision.checker or 'n/a')}</code>.</p>",
     ]
+    parts += _looks(m)
     if decision.notes:
         parts.append(
             "<h2>Read with</h2><ul>"
@@ -159,9 +185,8 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
             "a paraphrasing model moves more.</p>"
         )
         parts.append(table(signals_table(m)))
-    if m.get("categories"):
-        parts.append("<h2>HSS by category</h2>")
-        parts.append(table(categories_table(m["categories"])))
+    parts += _consistency(documents)
+    parts += _categories(m, documents)
     if decision.checks:
         parts += _decision_checks(decision.checks)
     if decision.drift:
@@ -169,6 +194,60 @@ def decision_html(decision: Decision, examples: Sequence[Mapping[str, Any]] = ()
     if examples:
         parts.append(_examples(examples))
     return _page("hss-gate decision", parts)
+
+
+def _looks(metrics: Mapping[str, Any]) -> list[str]:
+    """The sequential decision at a glance: the consistency difference at each look against
+    the margin, and the looks' table."""
+    looks = (metrics.get("sequential") or {}).get("looks") or []
+    if not looks:
+        return []
+    margin = (metrics.get("consistency") or {}).get("margin")
+    return [
+        "<h2>The looks</h2><p>The gate scores both models look by look and stops at the first "
+        "look that settles: consistency falling below the margin with confidence blocks, a "
+        "difference clearly above it may promote.</p>",
+        figure(
+            looks_svg(looks, margin),
+            "Consistency, candidate - production, with its confidence interval at each look; "
+            "the dashed line is the margin. The numbers are in the table below.",
+        ),
+        table(looks_table(looks)),
+    ]
+
+
+def _consistency(documents: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each summary's consistency, candidate and production, and its quantiles' table."""
+    svg = consistency_svg(documents)
+    if not svg:
+        return []
+    return [
+        "<h2>Consistency of each summary</h2>",
+        figure(
+            svg,
+            "How many summaries of each model reach each consistency with their source, on "
+            "the same documents; each mean is a vertical line.",
+        ),
+        table(consistency_table(documents)),
+    ]
+
+
+def _categories(metrics: Mapping[str, Any], documents: Sequence[Mapping[str, Any]]) -> list[str]:
+    """HSS by category: with intervals (a picture and its table) when the documents are
+    given, else decision.json's table."""
+    if not metrics.get("categories"):
+        return []
+    rows = category_intervals(documents)
+    if not rows:
+        return ["<h2>HSS by category</h2>", table(categories_table(metrics["categories"]))]
+    return [
+        "<h2>HSS by category</h2>",
+        figure(
+            categories_svg(rows),
+            "Each category's mean HSS with a 95% bootstrap interval, candidate and production.",
+        ),
+        table(category_table(rows)),
+    ]
 
 
 def _decision_checks(checks: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -283,6 +362,13 @@ def _windows(result: Mapping[str, Any]) -> list[str]:
             "against the reference; a blocking test below its alpha makes the run unhealthy, "
             "a reported one is shown only.</p>"
         )
+        parts.append(
+            figure(
+                flagged_shares_svg(result),
+                "The share of summaries each 0/1 signal flags in each window; the table below "
+                "has the tests.",
+            )
+        )
         parts.append(table(tests))
     attribution = attribution_line(result)
     if attribution:
@@ -333,7 +419,7 @@ def _trend(result: Mapping[str, Any]) -> list[str]:
     parts = [
         "<h2>Recent runs</h2><p>The share of served summaries the checker flags per "
         f"recorded run, oldest left. {esc(trend_line(result['trend']))}</p>",
-        f"<figure class='trend'>{trend_svg(result['trend'])}</figure>",
+        figure(trend_svg(result["trend"]), "The numbers are in the table of recorded runs below."),
     ]
     if result.get("trend_png"):
         parts.append(f"<img src='{esc(result['trend_png'])}' alt='mean HSS per run'>")

@@ -36,6 +36,10 @@ from hss_gate.decision_report.sections import (
 )
 from hss_gate.trend_plot import trend_line
 
+REPORT_ARTIFACT = "gate-report"
+"""The artifact action.yml uploads the gate's output folder as (decision.html among it); the
+pull-request comment names it (tests/unit/test_report_figures.py checks they agree)."""
+
 
 def table(t: Table) -> list[str]:
     """A Markdown table, one line a row; its failed rows are not marked."""
@@ -106,6 +110,8 @@ def pull_request_comment(decision: Decision) -> str:
         "",
         "Reports: `decision.html`, `data_docs/index.html` (Great Expectations), `drift.html` "
         "(Evidently), score tables in `candidate/` and `production/`.",
+        "Pictures of the looks against the margin, of each summary's consistency and of HSS by "
+        f"category are in `decision.html` (on GitHub: the run's `{REPORT_ARTIFACT}` artifact).",
     ]
     return "\n".join(lines) + "\n"
 

@@ -89,9 +89,10 @@ def headline(decision: Decision) -> list[str]:
     ):
         signal = (m.get("signals") or {}).get(column)
         if signal:
+            on = "" if "documents" not in signal else f" on {signal['documents']} documents"
             lines.append(
                 f"{label}: candidate {signal['candidate']:.3f} vs production "
-                f"{signal['production']:.3f}, difference {diff(signal)}"
+                f"{signal['production']:.3f}, difference {diff(signal)}{on}"
             )
         elif column == "hss" and m.get("hss_not_measured"):
             lines.append(m["hss_not_measured"])
@@ -112,7 +113,7 @@ def signals_table(metrics: Mapping[str, Any]) -> Table:
     """The gate's paired signals: each side's mean, the difference with its CI; HSS when it
     was not measured (said, never shown as a number); SHAP attribution instability if any."""
     rows = [
-        [s["label"], num(s["candidate"]), num(s["production"]), diff(s)]
+        [_on_documents(s, metrics), num(s["candidate"]), num(s["production"]), diff(s)]
         for s in metrics["signals"].values()
     ]
     not_measured = metrics.get("hss_not_measured")
@@ -122,6 +123,15 @@ def signals_table(metrics: Mapping[str, Any]) -> Table:
     if attribution:
         rows.append(_attribution_row(attribution))
     return Table(SIGNAL_HEADERS, rows)
+
+
+def _on_documents(signal: Mapping[str, Any], metrics: Mapping[str, Any]) -> str:
+    """A signal's label, with the documents it rests on when fewer than the decision's (HSS
+    measured on a subset: facts first)."""
+    n = signal.get("documents")
+    if n is None:
+        return str(signal["label"])
+    return f"{signal['label']} (on {n} of {metrics.get('documents', n)} documents)"
 
 
 def _attribution_row(record: Mapping[str, Any]) -> list[str]:

@@ -1,13 +1,20 @@
 """monitor.html with every new section (the windows side by side, the flagged served summaries,
-the trend SVG) filled with hostile text, opened in headless Chromium: nothing runs, the text is
-shown as text (the browser check of tests/reliability/test_security.py)."""
+the trend and the flagged shares' pictures) filled with hostile text, opened in headless
+Chromium: nothing runs, the text is shown as text, each picture renders (the browser checks of
+tests/reliability/test_security.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from hss_gate.decision_report import monitor_html
-from tests.reliability.test_security import PAYLOAD, injected, rendered_dom, visible_text
+from tests.reliability.test_security import (
+    PAYLOAD,
+    assert_pictures_render,
+    injected,
+    rendered_dom,
+    visible_text,
+)
 from tests.unit.test_monitor_report import _result
 
 pytestmark = pytest.mark.integration
@@ -20,7 +27,7 @@ def _hostile() -> dict:
     windows["reference"] |= {"model_id": PAYLOAD, "instead_of": PAYLOAD, "first": PAYLOAD}
     windows["current"]["last"] = PAYLOAD
     windows["distributions"][0] |= {"label": PAYLOAD}
-    windows["tests"][0] |= {"label": PAYLOAD, "alpha": PAYLOAD}
+    windows["tests"][0] |= {"label": PAYLOAD, "alpha": PAYLOAD, "test": "fisher"}
     windows["drift"] |= {"drifted_columns": [PAYLOAD], "report": PAYLOAD}
     windows["drift"]["columns"][0] |= {"column": PAYLOAD, "method": PAYLOAD}
     result["samples"] = [
@@ -52,3 +59,11 @@ def test_every_new_section_of_monitor_html_escapes_hostile_text(tmp_path):
     assert shown.count("<script>window.__pwned=1;") >= 25
     assert "onmouseover='window.__pwned=4'" in shown
     assert "<svg" in dom and "<a href" not in dom  # the hostile report name is not linked
+
+
+def test_every_picture_of_monitor_html_renders(tmp_path):
+    """The trend and the windows' flagged shares, hostile text in both: each renders (a box,
+    shapes, every text shown), nothing is fetched and Chromium logs no console message."""
+    page = tmp_path / "monitor.html"
+    page.write_text(monitor_html(_hostile()), encoding="utf-8")
+    assert_pictures_render(page, {"monitor-trend", "monitor-flagged"})

@@ -1004,8 +1004,8 @@ def _browser() -> str:
     return CHROMIUM
 
 
-def rendered_dom(page: Path) -> str:
-    """The DOM after Chromium loaded the page and ran its scripts (--dump-dom)."""
+def _chromium(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """Chromium loads the page, runs its scripts and prints the DOM (--dump-dom)."""
     with tempfile.TemporaryDirectory(prefix="hss-chromium-") as profile:
         result = subprocess.run(
             [
@@ -1021,6 +1021,7 @@ def rendered_dom(page: Path) -> str:
                 "--disable-dev-shm-usage",
                 f"--user-data-dir={profile}",
                 "--virtual-time-budget=3000",
+                *flags,
                 "--dump-dom",
                 page.resolve().as_uri(),
             ],
@@ -1029,7 +1030,62 @@ def rendered_dom(page: Path) -> str:
             timeout=120,
         )
     assert result.returncode == 0 and "<html" in result.stdout, result.stderr[-2000:]
-    return result.stdout
+    return result
+
+
+def rendered_dom(page: Path) -> str:
+    """The DOM after Chromium loaded the page and ran its scripts (--dump-dom)."""
+    return _chromium(page).stdout
+
+
+# The probe measures each picture once the page has loaded, and what the page fetched or
+# failed on; it is added to a copy of the page (the reports themselves hold no script).
+PICTURE_PROBE = """<script>
+window.__failed = [];
+window.addEventListener("error", (e) => window.__failed.push(String(e.message ||
+  (e.target && e.target.outerHTML) || e.type).slice(0, 200)), true);
+window.addEventListener("load", () => {
+  const pictures = [...document.querySelectorAll("figure.chart svg")].map((svg) => {
+    const box = svg.getBoundingClientRect(), drawn = svg.getBBox();
+    const texts = [...svg.querySelectorAll("text")];
+    return {id: svg.id, role: svg.getAttribute("role"), label: svg.getAttribute("aria-label"),
+      width: box.width, height: box.height, drawnWidth: drawn.width, drawnHeight: drawn.height,
+      texts: texts.length, shownTexts: texts.filter((t) => t.getBBox().width > 0).length,
+      shapes: svg.querySelectorAll("path, use, rect, line, polyline").length};
+  });
+  const fetched = performance.getEntriesByType("resource").map((r) => r.name);
+  document.documentElement.setAttribute("data-probe",
+    JSON.stringify({pictures, fetched, failed: window.__failed}));
+});
+</script>"""
+
+
+def rendered_pictures(page: Path) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """Each picture of the page as Chromium laid it out (its box, its drawn content's box, its
+    texts), what the page fetched or failed on, and every console message Chromium logged (the
+    reports have no script: any message is the browser's, an error in the page)."""
+    probed = page.with_name(f"probed-{page.name}")
+    text = page.read_text(encoding="utf-8")
+    assert "<head>" in text and "<script" not in text
+    probed.write_text(text.replace("<head>", "<head>" + PICTURE_PROBE, 1), encoding="utf-8")
+    result = _chromium(probed, "--enable-logging=stderr", "--v=0")
+    root = next(attrs for tag, attrs in _parse_elements(result.stdout) if tag == "html")
+    probe = json.loads(root["data-probe"] or "{}")
+    console = [line for line in result.stderr.splitlines() if ":CONSOLE" in line]
+    return probe["pictures"], probe["fetched"] + probe["failed"], console
+
+
+def assert_pictures_render(page: Path, names: set[str]) -> None:
+    """Every named picture is there, laid out with a non-empty box, draws shapes and shows its
+    texts; the page fetched nothing, failed on nothing and logged nothing to the console."""
+    pictures, trouble, console = rendered_pictures(page)
+    assert {p["id"] for p in pictures} == names, pictures
+    for p in pictures:
+        assert p["role"] == "img" and p["label"], p
+        assert p["width"] > 100 and p["height"] > 50, p
+        assert p["drawnWidth"] > 100 and p["drawnHeight"] > 50, p
+        assert p["shapes"] > 0 and p["texts"] > 0 and p["shownTexts"] == p["texts"], p
+    assert trouble == [] and console == []
 
 
 class _Elements(HTMLParser):
@@ -1152,6 +1208,55 @@ def test_gate_decision_html_escapes_every_text(tmp_path):
     }
     write_decision(tmp_path, _hostile_decision(), [example])
     _assert_escaped(tmp_path / "decision.html", expected_copies=15)
+
+
+@pytest.mark.integration
+def test_the_picture_check_detects_a_broken_or_empty_picture(tmp_path):
+    """The control: a picture with a bad path and one of no size fail the check."""
+    bad = (
+        "<!doctype html><html><head><meta charset='utf-8'></head><body>"
+        "<figure class='chart'><svg id='a' role='img' aria-label='a' width='300' height='200'>"
+        "<path d='M 0 0 L x y'/><text x='10' y='20'>t</text></svg></figure>"
+        "<figure class='chart'><svg id='b' role='img' aria-label='b' width='0' height='0'>"
+        "<text x='10' y='20'>t</text></svg></figure></body></html>"
+    )
+    page = tmp_path / "bad.html"
+    page.write_text(bad, encoding="utf-8")
+    pictures, _, console = rendered_pictures(page)
+    assert [p["id"] for p in pictures] == ["a", "b"] and pictures[1]["width"] == 0
+    assert any("attribute d" in line for line in console)  # Chromium's own error
+    with pytest.raises(AssertionError):
+        assert_pictures_render(page, {"a", "b"})
+
+
+@pytest.mark.integration
+def test_gate_decision_html_pictures_render(tmp_path):
+    """decision.html as the gate writes it, hostile text in a category: each picture renders
+    (a box, shapes, every text shown), nothing is fetched, no console message, nothing ran."""
+    from hss_gate.decision_record import Decision
+    from hss_gate.workflows.gate import write_decision
+
+    golden = REPO / "tests" / "golden" / "gate" / "decision.json"
+    decision = Decision.model_validate(json.loads(golden.read_text(encoding="utf-8")))
+    documents = [
+        {
+            "doc_id": f"d{i}",
+            "category": (PAYLOAD, "sport")[i % 2],
+            "consistency_candidate": 0.3 + i / 20,
+            "consistency_production": 0.9 - i / 40,
+            "hss_candidate": i / 20,
+            "hss_production": 0.1,
+        }
+        for i in range(10)
+    ]
+    write_decision(
+        tmp_path, decision.model_copy(update={"candidate": PAYLOAD}), (), None, documents
+    )
+    page = tmp_path / "decision.html"
+    assert_pictures_render(page, {"gate-looks", "gate-consistency", "gate-categories"})
+    dom = rendered_dom(page)
+    assert injected(dom) == []
+    assert "<script>window.__pwned=1;" in visible_text(dom)
 
 
 @pytest.mark.integration

@@ -1,25 +1,29 @@
 """The monitor report (monitor.md, monitor.html): the two windows side by side, the served
 summaries the checker flags beside their source passages, and the trend over recorded runs as
-an inline SVG; hostile text stays text, missing keys are tolerated (synthetic results)."""
+a picture (matplotlib, inline SVG: its data checked on the drawn axes, its text alternative on
+the SVG); hostile text stays text, missing keys are tolerated (synthetic results)."""
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from hss_gate import trend_plot
-from hss_gate.decision_report import FLAGGED_SHOWN, monitor_html, monitor_markdown
-from hss_gate.trend_plot import trend_line, trend_points, trend_svg
+from hss_gate.decision_report import FLAGGED_SHOWN, monitor_figures, monitor_html, monitor_markdown
+from hss_gate.decision_report.monitor_figures import draw_trend, trend_svg
+from hss_gate.trend_plot import trend_line, trend_points
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit
 
-SVG = "{http://www.w3.org/2000/svg}"
 GOLDEN = REPO / "tests" / "golden" / "monitor"
 HOSTILE = "<script>alert('x')</script> & \"q\" | *b* [l](javascript:x)"
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
@@ -150,9 +154,10 @@ def _stored(result: dict) -> dict:
     return json.loads(json.dumps(result))  # as monitor.json stores it
 
 
-def _svg_of(page: str) -> ET.Element:
-    found = re.search(r"<svg.*?</svg>", page, re.DOTALL)
-    assert found, "no inline SVG"
+def _svg_of(page: str, name: str = "monitor-trend") -> ET.Element:
+    """The page's inline SVG picture `name`, parsed (it is well-formed XML)."""
+    found = re.search(rf'<svg [^>]*id="{name}".*?</svg>', page, re.DOTALL)
+    assert found, f"no inline SVG {name}"
     return ET.fromstring(found.group(0))
 
 
@@ -424,21 +429,22 @@ def test_hostile_summaries_stay_text_in_both_reports():
 # ---------------------------------------------------------------------------- the trend
 
 
-def _markers(svg: ET.Element) -> dict[str, tuple[str, ET.Element]]:
-    """The plotted runs' markers by their tooltip's run start: (shape, element)."""
-    out = {}
-    for el in svg.iter():
-        title = el.find(f"{SVG}title")
-        if title is None or el.tag == f"{SVG}svg" or " · " not in (title.text or ""):
-            continue
-        shape = el.tag.removeprefix(SVG)
-        if shape == "polygon":
-            shape = {3: "triangle", 4: "diamond"}[len(el.get("points", "").split())]
-        out[title.text.split(" · ")[0]] = (shape, el)
-    return out
+def _drawn(runs: list[dict]) -> Axes:
+    """The trend's axes as monitor_figures draws them (the picture's data, not its pixels)."""
+    figure = Figure()
+    draw_trend(figure, trend_points(runs))
+    return figure.axes[0]
 
 
-def test_the_trend_svg_plots_each_run_with_its_verdict_shape_and_value():
+def _line(ax: Axes, label: str) -> Line2D:
+    return next(line for line in ax.lines if line.get_label() == label)
+
+
+def _legend_words(ax: Axes) -> list[str]:
+    return [t.get_text() for t in ax.figure.legends[0].get_texts()]
+
+
+def test_the_trend_plots_each_run_with_its_verdict_marker_and_value():
     runs = [
         _run(0, "insufficient_data", 0.3, None),
         _run(1, "healthy", 0.25, 0.4),
@@ -446,34 +452,56 @@ def test_the_trend_svg_plots_each_run_with_its_verdict_shape_and_value():
         _run(3, "unhealthy", 0.75, 0.001, "m2"),
         _run(4, "error", None, None, "m2"),
     ]
-    svg = ET.fromstring(trend_svg(runs[::-1]))  # the store gives newest first
-    markers = _markers(svg)
-    shapes = {started[:19]: shape for started, (shape, _) in markers.items()}
-    assert shapes == {
-        "2026-06-01T00:00:00": "diamond",
-        "2026-06-01T01:00:00": "circle",
-        "2026-06-01T02:00:00": "circle",
-        "2026-06-01T03:00:00": "triangle",
-        "2026-06-01T04:00:00": "path",
+    ax = _drawn(runs[::-1])  # the store gives newest first
+    flagged = _line(ax, "flagged share")
+    assert list(flagged.get_xdata()) == [0.0, 1.0, 2.0, 3.0, 4.0]  # hours since the first run
+    assert list(flagged.get_ydata())[:4] == [0.3, 0.25, 0.5, 0.75]
+    assert math.isnan(flagged.get_ydata()[4])  # no share: the line stops
+    p_values = _line(ax, "consistency test p-value")
+    assert list(p_values.get_ydata())[1:4] == [0.4, 0.2, 0.001]
+    shapes = {
+        line.get_label(): (line.get_marker(), list(line.get_ydata()))
+        for line in ax.lines
+        if line.get_label().startswith("verdict: ")
     }
-    _, half = markers[runs[2]["started_at"]]
-    expected = trend_plot.BOTTOM - (trend_plot.BOTTOM - trend_plot.TOP) * 0.5
-    assert float(half.get("cy")) == pytest.approx(expected, abs=0.06)
-    assert float(half.get("cx")) == pytest.approx(
-        trend_plot.LEFT + (trend_plot.WIDTH - trend_plot.LEFT - trend_plot.RIGHT) / 2, abs=0.06
+    assert shapes == {  # told apart by shape (and words), not colour alone
+        "verdict: healthy": ("o", [0.25, 0.5]),
+        "verdict: unhealthy": ("^", [0.75]),
+        "verdict: insufficient data": ("D", [0.3]),
+        "verdict: error": ("X", [monitor_figures.NO_VALUE]),  # in the n/a band
+    }
+    assert "n/a" in [t.get_text() for t in ax.get_yticklabels()]
+    deploys = [line for line in ax.lines if line.get_linestyle() == ":" and len(line.get_xdata())]
+    assert [list(line.get_xdata()) for line in deploys] == [[3.0, 3.0]]
+    assert "m2" in " ".join(t.get_text() for t in ax.texts)  # m1 -> m2: a deploy at run 3
+    assert "new model id (a deploy)" in _legend_words(ax)
+    assert ax.get_xlabel() == "hours since the first run (2026-06-01T00:00:00+00:00)"
+
+
+def test_the_trend_says_each_run_in_its_text_alternative():
+    runs = [_run(0, "healthy", 0.25, 0.4), _run(1, "unhealthy", 0.75, 0.001, "m2")]
+    svg = ET.fromstring(trend_svg(runs[::-1]))
+    assert svg.get("role") == "img" and svg.get("aria-label", "").startswith("Share of served")
+    assert [child.tag for child in svg][:2] == ["title", "desc"]
+    assert svg.find("desc").text == (
+        "The share of served summaries the checker flags in each of 2 recorded runs, oldest "
+        "first: 2026-06-01T00:00:00+00:00: healthy, flagged share 0.250, consistency test "
+        "p=0.4000, model id m1; 2026-06-01T01:00:00+00:00: unhealthy, flagged share 0.750, "
+        "consistency test p=0.0010, model id m2."
     )
-    # the flagged share line runs through the four recorded values; the p-values have their own
-    lines = [el.get("points").split() for el in svg.iter(f"{SVG}polyline")]
-    assert sorted(len(points) for points in lines) == [3, 4]
-    texts = " ".join(t.text or "" for t in svg.iter(f"{SVG}text"))
-    for words in ("healthy (circle)", "unhealthy (triangle)", "insufficient data", "error"):
-        assert words in texts  # the legend says it in words, not colour alone
-    assert "consistency test p-value" in texts and "n/a" in texts and "m2" in texts
-    assert "new model id (a deploy)" in texts  # m1 -> m2: a dotted line where m2 starts
-    deploys = [el for el in svg.iter(f"{SVG}line") if el.find(f"{SVG}title") is not None]
-    assert [el.find(f"{SVG}title").text for el in deploys] == ["new model id: m2"]
-    assert deploys[0].get("x1") == markers[runs[3]["started_at"]][1].get("points").split(",")[0]
-    assert "consistency test p=0.0010" in markers[runs[3]["started_at"]][1].find(f"{SVG}title").text
+    texts = " ".join(t.text or "" for t in svg.iter("text"))
+    assert "verdict: healthy" in texts and "flagged share" in texts  # the legend, as text
+
+
+def test_runs_without_distinct_times_are_numbered_and_days_for_long_spans():
+    same = [_run(0, "healthy", 0.1, None), _run(0, "healthy", 0.2, None)]
+    assert monitor_figures.positions(trend_points(same)) == (
+        [1.0, 2.0],
+        "recorded run, oldest first",
+    )
+    week = [_run(0, "healthy", 0.1, None), _run(24 * 7, "healthy", 0.2, None)]
+    xs, words = monitor_figures.positions(trend_points(week))
+    assert xs == [0.0, 7.0] and words.startswith("days since the first run")
 
 
 def test_the_trend_svg_is_deterministic_and_independent_of_the_runs_order():
@@ -485,17 +513,18 @@ def test_the_trend_svg_is_deterministic_and_independent_of_the_runs_order():
 
 def test_zero_and_one_run_and_missing_values():
     assert trend_svg([]) == "" and trend_line([]) == "No recorded runs yet."
-    one = ET.fromstring(trend_svg([_run(0, "healthy", 0.4, None)]))
-    assert len(_markers(one)) == 1
-    x = trend_plot.LEFT + (trend_plot.WIDTH - trend_plot.LEFT - trend_plot.RIGHT) / 2
-    y = trend_plot.BOTTOM - (trend_plot.BOTTOM - trend_plot.TOP) * 0.4
-    assert [el.get("points") for el in one.iter(f"{SVG}polyline")] == [f"{x:.1f},{y:.1f}"]
+    one = _drawn([_run(0, "healthy", 0.4, None)])
+    assert list(_line(one, "verdict: healthy").get_ydata()) == [0.4]
+    assert one.get_xlim() == (0.0, 2.0)  # the one run in the middle
+    ET.fromstring(trend_svg([_run(0, "healthy", 0.4, None)]))
     assert trend_line([_run(0, "healthy", 0.4, None)]) == (
         "Flagged share over 1 recorded run: 0.400 (2026-06-01T00:00:00+00:00); verdicts: 1 healthy."
     )
     bare = [{"decision": "error"}, {"started_at": None, "details": None}, {"details": {"x": 1}}]
-    svg = ET.fromstring(trend_svg(bare))
-    assert len(list(svg.iter(f"{SVG}polyline"))) == 0
+    ax = _drawn(bare)
+    assert all(math.isnan(v) for v in _line(ax, "flagged share").get_ydata())
+    assert "consistency test p-value" not in _legend_words(ax)
+    assert "<svg" in trend_svg(bare)
     assert trend_line(bare).startswith("Flagged share over 3 recorded runs: none recorded")
     # NaN, text and booleans are no numbers
     odd = [_run(0, "healthy", float("nan"), None), _run(1, "healthy", True, None)]
@@ -521,9 +550,10 @@ def test_the_reports_carry_the_trend():
         "| 2026-06-01T02:00:00+00:00 | served | 20 | 0.800 | 0.0001 | n/a | False | unhealthy |\n"
         "| 2026-06-01T01:00:00+00:00 | served | 20 | 0.250 | 0.4000 | n/a | False | healthy |"
     ) in md
-    svg = _svg_of(page)
-    assert len(_markers(svg)) == 2
-    assert "<figure class='trend'><svg" in page
+    assert "<svg" not in md  # the Markdown stays picture-free
+    svg = _svg_of(page, "monitor-trend")
+    assert "2 recorded runs" in svg.find("desc").text
+    assert "<figure class='chart'><svg" in page
 
 
 def test_a_hostile_trend_is_escaped_and_well_formed():
@@ -532,7 +562,6 @@ def test_a_hostile_trend_is_escaped_and_well_formed():
     text = trend_svg(runs)
     assert "<script" not in text
     svg = ET.fromstring(text)
-    titles = [t.text for t in svg.iter(f"{SVG}title")]
-    assert any(t and t.startswith(HOSTILE) for t in titles)  # shown as text, escaped
-    labels = [t.text for t in svg.iter(f"{SVG}text")]
-    assert any(label and label.startswith("<script>") for label in labels)
+    assert HOSTILE in svg.find("desc").text  # shown as text, escaped
+    labels = [t.text for t in svg.iter("text")]
+    assert any(label and "<script>" in label for label in labels)  # its verdict, in the legend
