@@ -9,6 +9,13 @@ terminal; without one (CI logs, `| tee`, `| cat`, Prefect workers) plain lines
 at every stage's start and end and at least every `interval` seconds while it runs (a heartbeat
 thread repeats the line when nothing advanced, so a long model load or generation still shows
 that the run is alive).
+
+Work planned in steps (the gate's looks, each model in turn) goes through `PlanProgress`: each
+step's summaries are a stage named for the step, and `status` says the summaries done of those
+planned and the time left at the pace so far:
+
+    look 2 of 3: 24 of 48 documents; 96 of 144 planned summaries done, about 1m40s left ...
+    progress: look 2/3 candidate summaries 5/12 (42%), 0.33/s, ETA 21s
 """
 
 from __future__ import annotations
@@ -108,6 +115,65 @@ class PlainProgress:
         self.say(line)
 
 
+@dataclass
+class PlanProgress:
+    """Progress of work planned in steps, counted in units (the gate's looks and models, in
+    summaries). `step` gives the Progress to hand one step's work: its `unit` stage is shown
+    under the step's label and counts towards the plan; `status` says the units done of
+    those planned and the time left at the pace of the steps so far."""
+
+    progress: Progress
+    planned: int
+    unit: str = "summarize"
+    noun: str = "summaries"
+    clock: Callable[[], float] = time.monotonic
+    done: int = 0
+    _started: float | None = None
+    _step_left: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def step(self, label: str, planned: int) -> Progress:
+        """The Progress of one step of `planned` units: its unit stage shown as `label`."""
+        if self._started is None:
+            self._started = self.clock()
+        self.end_step()
+        self._step_left = planned
+
+        def start(stage: str, total: int, done: int) -> Callable[[int], None]:
+            if stage != self.unit:
+                return self.progress(stage, total, done)
+            inner = self.progress(label, total, done)
+            self._count(done)
+
+            def advance(n: int) -> None:
+                inner(n)
+                self._count(n)
+
+            return advance
+
+        return start
+
+    def _count(self, n: int) -> None:
+        with self._lock:
+            n = min(n, self._step_left)
+            self._step_left -= n
+            self.done += n
+
+    def end_step(self) -> None:
+        """The step is over: all its planned units count as done (a text summarized twice, or
+        a summary found in the cache twice, is counted once by the work's own stage)."""
+        self._count(self._step_left)
+
+    def status(self, of_what: str = "if every step runs") -> str:
+        """ "96 of 144 planned summaries done, about 1m40s left <of_what>"."""
+        text = f"{self.done} of {self.planned} planned {self.noun} done"
+        elapsed = 0.0 if self._started is None else self.clock() - self._started
+        if self.done <= 0 or elapsed <= 0:
+            return text + ", time left not known yet"
+        left = (self.planned - self.done) * elapsed / self.done
+        return text + f", about {_duration(left)} left {of_what}"
+
+
 @contextlib.contextmanager
 def plain_progress(
     say: Callable[[str], None], interval: float = PLAIN_INTERVAL_S
@@ -131,8 +197,15 @@ def plain_progress(
 
 @contextlib.contextmanager
 def progress_bars(console: Any) -> Iterator[Progress]:
-    """One rich bar per stage on `console`; a stage started again reuses its bar."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    """One rich bar per stage on `console` (done of total, time elapsed and left); a stage
+    started again reuses its bar."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.progress import Progress as Bars
 
     bars = Bars(
@@ -140,6 +213,7 @@ def progress_bars(console: Any) -> Iterator[Progress]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=console,
         transient=False,
     )

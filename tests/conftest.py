@@ -14,6 +14,28 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "data" / "reference"
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int):
+    """After pytest's own summary, one line naming every skipped tier and why, and the command
+    that runs them as CI does (tests/skipped_tiers.py); under CI=true a skipped server tier
+    fails the run."""
+    from tests.skipped_tiers import ci_failures, group, reason_of, summary_line
+
+    result = yield
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return result
+    skipped = group(reason_of(r.longrepr) for r in reporter.stats.get("skipped", []))
+    failures = ci_failures(skipped, os.environ)
+    if skipped:
+        reporter.write_line(summary_line(skipped), yellow=not failures, red=bool(failures))
+    for failure in failures:
+        reporter.write_line(failure, red=True, bold=True)
+    if failures and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return result
+
+
 def component_unavailable(message: str) -> None:
     """A server or cluster the test starts could not start: skipped with the reason, except
     under CI=true, where .ci/run promises every component and the test fails."""

@@ -15,8 +15,8 @@ import sys
 import typer
 
 from hss_gate import __version__
-from hss_gate.cli.common import console, out_console
-from hss_gate.cli.factuality_commands import checker_claims, checker_train, factuality
+from hss_gate.cli.common import PIPE_WIDTH, console, out_console
+from hss_gate.cli.factuality_commands import checker_train, factuality
 from hss_gate.cli.gate_commands import gate
 from hss_gate.cli.init_command import init
 from hss_gate.cli.model_commands import models_install, models_list, models_verify
@@ -45,7 +45,6 @@ for group, name, command in (
     (samples_app, "ingest", samples_ingest),
     (samples_app, "runs", samples_runs),
     (checker_app, "train", checker_train),
-    (checker_app, "claims", checker_claims),
     (models_app, "list", models_list),
     (models_app, "install", models_install),
     (models_app, "verify", models_verify),
@@ -59,5 +58,15 @@ def version() -> None:
     out_console.print(__version__)
 
 
+def plain_help_off_terminal() -> None:
+    """Help written to a pipe or a log is click's plain text, one line an option: typer's rich
+    panels would cut a long default value short with "..." at 80 columns, and wrapped text
+    would break a model name at its hyphens."""
+    if not sys.stdout.isatty():
+        app.rich_markup_mode = None
+        app.info.context_settings = {"terminal_width": PIPE_WIDTH, "max_content_width": PIPE_WIDTH}
+
+
 def main() -> None:  # pragma: no cover - console entry
+    plain_help_off_terminal()
     sys.exit(app())

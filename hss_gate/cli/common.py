@@ -16,25 +16,85 @@ from rich.table import Table
 
 from hss_gate import __version__
 from hss_gate.errors import HssError, InputError
+from hss_gate.settings import setting_default, setting_field
 
-console = Console(stderr=True)
-out_console = Console()
+PIPE_WIDTH = 10_000
+"""The width of a console whose output is not a terminal (a pipe, a CI log, `| tee`): wide
+enough that no line is wrapped and no table cell is cut, so a path or a number never breaks
+across lines (a terminal keeps its own width and rich's wrapping)."""
+
+
+def line_console(stderr: bool = False) -> Console:
+    """A rich console on stderr or stdout that wraps nothing when its output is not a
+    terminal: every printed line is written whole (soft wrap) and tables take their natural
+    width (PIPE_WIDTH)."""
+    made = Console(stderr=stderr)
+    if not made.is_terminal:
+        made.soft_wrap = True
+        made.width = PIPE_WIDTH
+    return made
+
+
+console = line_console(stderr=True)
+out_console = line_console()
+
+
+def shown(value: Any) -> str:
+    """A setting's value as a help text states it (a list or a mapping: its items' names)."""
+    if isinstance(value, dict | list | tuple):
+        return ",".join(str(item) for item in value)
+    if value is None:
+        return "null"  # as params.yaml writes it
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def named(key: str) -> str:
+    """`key = <its built-in default>`: how a help text names a setting an option falls back to,
+    the value read from the settings (hss_gate/settings), so it cannot drift from them."""
+    return f"{key} = {shown(setting_default(key))}"
+
+
+def setting_help(key: str, text: str = "") -> str:
+    """The help of an option that stands for the setting `key` ("section.name"): `text` (else
+    the setting's description) and its default, "(default: key = value)", both read from the
+    settings. tests/unit/test_cli_help.py holds every help text to the settings."""
+    about = text or setting_field(key).description
+    if not about:
+        raise ValueError(f"{key} has no description: give the option's help text")
+    return f"{about} (default: {named(key)})"
+
+
+def choices(key: str) -> str:
+    """The values the setting `key` takes (a Literal), as a help text lists them."""
+    from typing import get_args
+
+    return ", ".join(str(value) for value in get_args(setting_field(key).annotation))
+
+
+def out_option(key: str) -> Any:
+    """The --out option of a command whose output folder is the setting `key`."""
+    return Annotated[str | None, typer.Option(help=setting_help(key, "output folder"))]
+
 
 DEFAULT_PARAMS = Path("params.yaml")  # optional: without it, the built-in defaults
 ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
 SamplesOpt = Annotated[
-    str | None, typer.Option("--samples", help="store URL (default: monitor.samples_url)")
+    str | None,
+    typer.Option("--samples", help=setting_help("monitor.samples_url", "the sample store's URL")),
 ]
-CorpusOpt = Annotated[str | None, typer.Option(help="JSONL file or folder (default: run.corpus)")]
+CorpusOpt = Annotated[
+    str | None, typer.Option(help=setting_help("run.corpus", "JSONL file or folder"))
+]
 LimitOpt = Annotated[int | None, typer.Option(help="only the first N documents")]
-KOpt = Annotated[int | None, typer.Option("-k", help="perturbations per strength")]
-OutOpt = Annotated[str | None, typer.Option(help="output folder (default: in params.yaml)")]
+KOpt = Annotated[int | None, typer.Option("-k", help=setting_help("perturb.k"))]
+SeedOpt = Annotated[
+    int | None, typer.Option(help=setting_help("perturb.seed", "perturbation seed"))
+]
 ModelOpt = Annotated[
     str, typer.Option("--model", "-m", help="gguf:<name|path>, hf:<id|dir>, extractive:, openai:")
 ]
-ProductionOpt = Annotated[
-    str | None, typer.Option("--model", "-m", help="default: run.production_model")
-]
+PRODUCTION_HELP = setting_help("run.production_model", "the production model's URI")
+ProductionOpt = Annotated[str | None, typer.Option("--model", "-m", help=PRODUCTION_HELP)]
 
 
 def fail(message: str, code: int = 2) -> None:

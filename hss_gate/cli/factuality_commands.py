@@ -10,13 +10,16 @@ import typer
 
 from hss_gate.cli.common import (
     DEFAULT_PARAMS,
-    OutOpt,
     ParamsOpt,
+    choices,
     cli_settings,
     console,
     fail,
     guarded,
+    named,
+    out_option,
     say,
+    setting_help,
 )
 from hss_gate.progress import progress_reporter
 
@@ -25,9 +28,17 @@ FactualityModelOpt = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="invented-sbert (default: consistency.model), invented, sbert, entail, factcc "
-        "or hf:<NLI id|dir>",
+        help=setting_help(
+            "consistency.model", f"the checker: {choices('consistency.model')} or hf:<NLI id|dir>"
+        ),
     ),
+]
+FactualityOutOpt = out_option("consistency.out")
+WeightsOpt = Annotated[
+    Path | None, typer.Option(help=setting_help("consistency.weights_dir", "factcc weights folder"))
+]
+TrainingCorpusOpt = Annotated[
+    str | None, typer.Option(help=f"factcc's training documents (default: {named('run.corpus')})")
 ]
 CalibrateOpt = Annotated[
     bool,
@@ -44,12 +55,12 @@ def factuality(
     pairs: Annotated[
         Path | None, typer.Option(help="JSONL with id, document, summary (one pair a line)")
     ] = None,
-    out: OutOpt = None,
+    out: FactualityOutOpt = None,
     model: FactualityModelOpt = None,
     train: Annotated[bool, typer.Option("--train", help="(re)train factcc weights")] = False,
     calibrate: CalibrateOpt = False,
-    weights: Annotated[Path | None, typer.Option(help="factcc weights folder")] = None,
-    corpus: Annotated[str | None, typer.Option(help="training documents")] = None,
+    weights: WeightsOpt = None,
+    corpus: TrainingCorpusOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Factual consistency of summaries with their documents: DIR/factuality.csv with
@@ -97,21 +108,10 @@ def checker_train(params: ParamsOpt = DEFAULT_PARAMS) -> None:
     checkpoints); what `dvc repro checker` runs. Hours on 2 cores."""
     from hss_gate.workflows.checker import train_checker
 
-    settings = cli_settings(params).checker
+    settings = cli_settings(params)
     with progress_reporter(console) as progress:
         log = train_checker(settings, progress, say)
     say(
-        f"wrote {settings.out} ({log['pairs']} pairs, {log['steps']} steps, "
+        f"wrote {settings.checker.out} ({log['pairs']} pairs, {log['steps']} steps, "
         f"{log['seconds']:.0f} s); pin its sha256 in hss_gate/consistency/entail_release.py"
     )
-
-
-@guarded
-def checker_claims(params: ParamsOpt = DEFAULT_PARAMS) -> None:
-    """Write the abstractive training claims: the local LLM (params.yaml checker.llm_model)
-    restates passages of the checker's documents; what `dvc repro checker-claims` runs."""
-    from hss_gate.workflows.checker import write_llm_claims
-
-    with progress_reporter(console) as progress:
-        out = write_llm_claims(cli_settings(params), progress, say)
-    say(f"wrote {out}")

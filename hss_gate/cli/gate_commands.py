@@ -12,28 +12,41 @@ from hss_gate.cli.common import (
     CorpusOpt,
     KOpt,
     LimitOpt,
-    OutOpt,
     ParamsOpt,
     cli_settings,
     console,
     finish,
     guarded,
+    named,
+    out_option,
     say,
+    setting_help,
 )
 from hss_gate.progress import progress_reporter
 
+GateOutOpt = out_option("gate.out")
+ProductionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--production", "-p", help=setting_help("run.production_model", "production's URI")
+    ),
+]
 SummaryWordsOpt = Annotated[
     int | None,
     typer.Option(
         help="the summary length the length checks judge against (and prompts ask for); "
-        "default: the median of production's stored summaries, else generate.summary_words"
+        "default: the median of production's stored summaries, else "
+        f"{named('generate.summary_words')}"
     ),
 ]
 AttributionOpt = Annotated[
     int | None,
     typer.Option(
-        help="explain N documents of both sides with sentence-level SHAP and report the "
-        "attribution instability (gate.attribution_documents; 0: off; costly: README)"
+        help=setting_help(
+            "gate.attribution_documents",
+            "explain N documents of both sides with sentence-level SHAP and report the "
+            "attribution instability (0: off; costly: README)",
+        )
     ),
 ]
 
@@ -43,11 +56,11 @@ def gate(
     candidate: Annotated[str | None, typer.Option("--candidate", "-c", help="URI")] = None,
     candidate_config: Annotated[Path | None, typer.Option(help="YAML: uri, generate")] = None,
     candidate_prompt: Annotated[str | None, typer.Option(help="the candidate's prompt")] = None,
-    production: Annotated[str | None, typer.Option("--production", "-p")] = None,
+    production: ProductionOpt = None,
     limit: LimitOpt = None,
     k: KOpt = None,
     corpus: CorpusOpt = None,
-    out: OutOpt = None,
+    out: GateOutOpt = None,
     junit: Annotated[Path | None, typer.Option(help="the checks as JUnit XML too")] = None,
     full: Annotated[bool, typer.Option(help="every document (no sequential stopping)")] = False,
     override_by: Annotated[str | None, typer.Option(help="who overrides a block")] = None,

@@ -10,6 +10,7 @@ import typer
 from hss_gate import __version__
 from hss_gate.cli.common import (
     guarded,
+    named,
     say,
     wide,
 )
@@ -20,7 +21,7 @@ def init(
     folder: Annotated[Path, typer.Argument(help="the repository to set up")] = Path("."),
     production: Annotated[
         str | None,
-        typer.Option(help="production model URI (default: the packaged run.production_model)"),
+        typer.Option(help=f"production model URI (default: {named('run.production_model')})"),
     ] = None,
     corpus: Annotated[
         str | None,

@@ -10,7 +10,6 @@ import typer
 
 from hss_gate.cli.common import (
     DEFAULT_PARAMS,
-    OutOpt,
     ParamsOpt,
     ProductionOpt,
     SamplesOpt,
@@ -20,8 +19,11 @@ from hss_gate.cli.common import (
     finish,
     guarded,
     iso_time,
+    named,
+    out_option,
     print_table,
     say,
+    setting_help,
     wide,
 )
 from hss_gate.progress import progress_reporter
@@ -39,25 +41,30 @@ SetReferenceOpt = Annotated[
 ]
 ModelIdOpt = Annotated[
     str | None,
-    typer.Option(help="with --set-reference: the model id (default: the newest sample's)"),
+    typer.Option(
+        help="with --set-reference: the model id (default: "
+        f"{named('monitor.model_id')}, else the newest sample's)"
+    ),
 ]
 AttributionOpt = Annotated[
     int | None,
     typer.Option(
-        help="explain the newest N served samples of each window with sentence-level SHAP "
-        "and report their attribution instability, never blocking "
-        "(monitor.attribution_documents; 0: off; costly: README)"
+        help=setting_help(
+            "monitor.attribution_documents",
+            "explain the newest N served samples of each window with sentence-level SHAP "
+            "and report their attribution instability, never blocking (0: off; costly: README)",
+        )
     ),
 ]
+SampleSizeOpt = Annotated[int | None, typer.Option(help=setting_help("monitor.sample_size"))]
+MonitorOutOpt = out_option("monitor.out")
 
 
 @guarded
 def monitor(
     samples: SamplesOpt = None,
     model: ProductionOpt = None,
-    sample_size: Annotated[
-        int | None, typer.Option(help="most recent samples (default: monitor.sample_size)")
-    ] = None,
+    sample_size: SampleSizeOpt = None,
     served_only: ServedOnlyOpt = False,
     set_reference: SetReferenceOpt = False,
     since: Annotated[
@@ -68,7 +75,7 @@ def monitor(
     ] = None,
     model_id: ModelIdOpt = None,
     attribution: AttributionOpt = None,
-    out: OutOpt = None,
+    out: MonitorOutOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Check recent production traffic: exit 0 = healthy, 1 = served summaries significantly

@@ -12,13 +12,16 @@ from hss_gate.cli.common import (
     DEFAULT_PARAMS,
     KOpt,
     LimitOpt,
-    OutOpt,
     ParamsOpt,
+    choices,
     cli_settings,
     console,
     guarded,
+    named,
     out_console,
+    out_option,
     say,
+    setting_help,
     wide,
 )
 from hss_gate.errors import InputError
@@ -26,18 +29,22 @@ from hss_gate.progress import progress_reporter
 
 CheckerOpt = Annotated[
     str | None,
-    typer.Option(help="sbert, invented, invented-sbert, entail (default consistency.model)"),
+    typer.Option(help=setting_help("consistency.model", choices("consistency.model"))),
 ]
 WeightsOpt = Annotated[
     Path | None, typer.Option(help="invented kinds: this weights JSON, not the shipped one")
 ]
 ConsistencyMarginOpt = Annotated[
-    float | None, typer.Option(help="default: the weights', else gate.consistency_margin")
+    float | None,
+    typer.Option(help=f"default: the weights', else {named('gate.consistency_margin')}"),
 ]
 MaxLowShareOpt = Annotated[
     float | None,
-    typer.Option(help="default: the weights', else gate.max_low_consistency_share"),
+    typer.Option(help=f"default: the weights', else {named('gate.max_low_consistency_share')}"),
 ]
+CacheDirOpt = Annotated[str | None, typer.Option(help=setting_help("run.cache_dir", "the cache"))]
+ExperimentOutOpt = out_option("experiment.out")
+BenchOutOpt = out_option("run.bench_out")
 EntitiesOpt = Annotated[
     bool, typer.Option(help="tag entities/numbers (spaCy) for the unsupported share")
 ]
@@ -53,7 +60,7 @@ ThroughGateOpt = Annotated[
 def experiment(
     limit: LimitOpt = None,
     k: KOpt = None,
-    out: OutOpt = None,
+    out: ExperimentOutOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """The paper's analysis: correlations with bootstrap CIs, strength, domains, ablations,
@@ -69,7 +76,7 @@ def experiment(
 @guarded
 def bench(
     quick: Annotated[bool, typer.Option("--quick", help="2 documents, minutes")] = False,
-    out: OutOpt = None,
+    out: BenchOutOpt = None,
     model: Annotated[str | None, typer.Option("--model", "-m", help="summarizer to time")] = None,
     documents: Annotated[int | None, typer.Option(help="first N documents")] = None,
     quickstart: Annotated[bool, typer.Option(help="time `make quickstart` too")] = True,
@@ -116,7 +123,7 @@ def systems(
     max_low_share: MaxLowShareOpt = None,
     label: Annotated[str, typer.Option(help="the human label: 1 = no factual error")] = "factual",
     entities: EntitiesOpt = True,
-    cache_dir: Annotated[str | None, typer.Option(help="default: run.cache_dir")] = None,
+    cache_dir: CacheDirOpt = None,
     through_gate: ThroughGateOpt = False,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("outputs/systems"),
     params: ParamsOpt = DEFAULT_PARAMS,

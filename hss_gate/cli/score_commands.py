@@ -13,18 +13,31 @@ from hss_gate.cli.common import (
     KOpt,
     LimitOpt,
     ModelOpt,
-    OutOpt,
     ParamsOpt,
     ProductionOpt,
+    SeedOpt,
     cli_settings,
     console,
     guarded,
     out_console,
+    out_option,
     print_table,
     say,
+    setting_help,
 )
 from hss_gate.errors import InputError
 from hss_gate.progress import progress_reporter
+
+ScoreOutOpt = out_option("run.out")
+BaselineOutOpt = out_option("run.baseline_dir")
+StrengthsOpt = Annotated[
+    str | None,
+    typer.Option(help=setting_help("perturb.strengths", "the strength bands kept, e.g. low,high")),
+]
+NormalizationOpt = Annotated[
+    str | None,
+    typer.Option(help=setting_help("score.normalization", "normalization constants file")),
+]
 
 
 @guarded
@@ -33,10 +46,10 @@ def score(
     corpus: CorpusOpt = None,
     limit: LimitOpt = None,
     k: KOpt = None,
-    strengths: Annotated[str | None, typer.Option(help="e.g. low,moderate,high")] = None,
-    seed: Annotated[int | None, typer.Option(help="perturbation seed")] = None,
-    out: OutOpt = None,
-    normalization: Annotated[str | None, typer.Option(help="normalization constants file")] = None,
+    strengths: StrengthsOpt = None,
+    seed: SeedOpt = None,
+    out: ScoreOutOpt = None,
+    normalization: NormalizationOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Score a summarizer: per-document, per-category and model HSS with the evidence."""
@@ -79,7 +92,7 @@ def perturb(
     corpus: CorpusOpt = None,
     limit: LimitOpt = None,
     k: KOpt = None,
-    seed: Annotated[int | None, typer.Option(help="perturbation seed")] = None,
+    seed: SeedOpt = None,
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Export the documents to summarize for HSS (originals and perturbed versions) for a model
@@ -107,7 +120,7 @@ def perturb(
 def baseline(
     model: ProductionOpt = None,
     corpus: CorpusOpt = None,
-    out: OutOpt = None,
+    out: BaselineOutOpt = None,
     stage: Annotated[
         str,
         typer.Option(

@@ -39,7 +39,7 @@ def test_shifted_column_drifts_and_unshifted_does_not(frames):
     assert shifted.drifted is True
     assert shifted.drifted_columns == ["a"]
     (col,) = shifted.columns
-    assert "K-S" in col.method  # evidently's default for < 1000 numeric rows
+    assert col.method == "K-S p_value"  # a continuous column's distribution test
     np.testing.assert_allclose(col.score, stats.ks_2samp(reference["a"], current["a"]).pvalue)
 
     same = drift_report(reference, current, ["b"], drift_share=0.5)
@@ -163,3 +163,78 @@ def test_result_defaults_are_independent():
     one, two = DriftResult(drifted=False, share=0.0), DriftResult(drifted=False, share=0.0)
     one.skipped.append("a: x")
     assert two.skipped == []
+
+
+# The issue-45 case: monitor.html on 57 served summaries called `live_unsupported_share` (the
+# share of a summary's entities not in the source) "drift, chi-square p_value 0.000" while the
+# monitor's own one-sided test on the same summaries (2 of 37 against 2 of 20 with any such
+# entity) gave p 0.44. The current window's nonzero shares are values the reference never took.
+REFERENCE_SHARES = [0.0] * 35 + [0.25, 0.2]
+CURRENT_SHARES = [0.0] * 18 + [0.33, 0.5]
+
+
+def test_a_sparse_fractional_column_is_not_drift_when_the_windows_own_test_says_no():
+    from evidently import DataDefinition, Dataset, Report
+    from evidently.presets import DataDriftPreset
+
+    from hss_gate.monitor_rules import one_sided_fisher
+
+    any_ref = [float(v > 0) for v in REFERENCE_SHARES]
+    any_cur = [float(v > 0) for v in CURRENT_SHARES]
+    assert one_sided_fisher(any_ref, any_cur) == pytest.approx(0.44, abs=0.005)
+    ref = pd.DataFrame({"live_unsupported_share": REFERENCE_SHARES})
+    cur = pd.DataFrame({"live_unsupported_share": CURRENT_SHARES})
+    # Evidently's own choice for a numeric column of 5 distinct values: chi-square, "drift"
+    definition = DataDefinition(numerical_columns=["live_unsupported_share"])
+    with np.errstate(all="ignore"):
+        default = Report([DataDriftPreset()], include_tests=True).run(
+            current_data=Dataset.from_pandas(cur, data_definition=definition),
+            reference_data=Dataset.from_pandas(ref, data_definition=definition),
+        )
+    (chosen,) = column_results(default.dict(), ["live_unsupported_share"])
+    assert chosen.method == "chi-square p_value" and chosen.drifted
+
+    (column,) = drift_report(ref, cur, ["live_unsupported_share"], drift_share=0.5).columns
+    assert column.method == "K-S p_value" and not column.drifted
+    expected = stats.ks_2samp(REFERENCE_SHARES, CURRENT_SHARES).pvalue
+    np.testing.assert_allclose(column.score, expected)
+
+
+def test_the_monitor_windows_drift_table_agrees_with_the_windows_own_test():
+    """Through what builds the window columns (monitor_windows.windows_drift): the table tests
+    the share as a distribution and does not call it drift."""
+    from hss_gate.settings import MonitorSettings
+    from hss_gate.workflows.monitor_windows import WINDOW_DRIFT_COLUMNS, windows_drift
+
+    def window(seed: int, shares: list[float]) -> dict[str, list[float]]:
+        rng = np.random.default_rng(seed)
+        values = {c: list(rng.uniform(0.2, 0.9, len(shares))) for c in WINDOW_DRIFT_COLUMNS}
+        values["live_n_words"] = [float(n) for n in rng.integers(40, 80, len(shares))]
+        return values | {"live_unsupported_share": shares}
+
+    drift = windows_drift(
+        window(1, REFERENCE_SHARES), window(2, CURRENT_SHARES), MonitorSettings(), None
+    )
+    assert drift["methods"]["live_unsupported_share"] == "K-S p_value"
+    assert "live_unsupported_share" not in drift["drifted_columns"]
+    assert set(drift["methods"].values()) == {"K-S p_value"}  # every window column: continuous
+
+
+def test_a_flag_gets_the_proportion_test_and_a_flag_with_other_values_is_skipped():
+    ref = pd.DataFrame({"f": [0.0] * 30 + [1.0] * 10, "g": [0.0, 0.5] * 20})
+    cur = pd.DataFrame({"f": [0.0] * 10 + [1.0] * 10, "g": [0.0, 1.0] * 10})
+    result = drift_report(ref, cur, ["f", "g"], drift_share=0.5, flags=("f", "g"))
+    (flag,) = result.columns
+    assert flag.method == "Z-test p_value"
+    pooled = 20 / 60
+    z = (10 / 40 - 10 / 20) / np.sqrt(pooled * (1 - pooled) * (1 / 40 + 1 / 20))
+    np.testing.assert_allclose(flag.score, 2 * stats.norm.sf(abs(z)))
+    assert flag.drifted is (flag.score < 0.05)
+    assert result.skipped == ["g: a 0/1 flag that holds other values"]
+
+
+def test_the_flags_are_the_columns_declared_bool():
+    from hss_gate.tables import flag_columns
+
+    chosen = ["live_truncated", "live_unsupported_share", "distance_low", "base_truncated", "hss"]
+    assert flag_columns(chosen) == ("live_truncated", "base_truncated")
