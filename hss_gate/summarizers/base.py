@@ -39,14 +39,48 @@ def each_with_progress(
 # A sentence: text without line breaks that ends in . ! or ? (a closing quote or bracket may
 # follow). A stop inside a sentence only sits between two digits ("3.2", "10.30"): anything
 # else glued to a stop ("here.Then", "here.1") would let a model run past the sentences asked.
+# The grammar the production baseline was generated with (generate.sentence_grammar v1).
 SENTENCE_RULE = 's ::= [^.!?\\n ] p* [.!?] ["\')\\]]?\np ::= [^.!?\\n] | [0-9] "." [0-9]'
 
+TITLES = (
+    *("Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Jr", "Sr", "Sen", "Rep", "Gov", "Gen", "No", "vs"),
+    *("Inc", "Corp", "Co", "Ltd", "Jan", "Feb", "Aug", "Sept", "Oct", "Nov", "Dec"),
+)
+"""Abbreviations that stand before a name, a number or the rest of a sentence ("Mr. Smith",
+"No. 3", "Apple Inc. said"): their stop does not end the sentence (grammar v2)."""
 
-def sentences_grammar(sentences: int) -> str:
+# Grammar v2 (issue 44): the summary as the model writes it. A sentence ends in . ! or ? (f);
+# a closing quote follows the stop only when the sentence opened that quote (d: double, or a
+# single quote after a space), and never a bracket, which nothing opened ("9:00 a.m.]"). A stop
+# inside a sentence belongs to a number (n: "3.5"), to an abbreviation of single letters (a:
+# "a.m.", "U.S.", "e.g.,", after a space, a bracket, a quote or a digit; it may also end the
+# sentence: "at 4:30 a.m.") or to a title followed by a space (t: TITLES). Anything else glued
+# to a stop ("here.Then", "here.1") still ends nothing, so a model cannot run past the
+# sentences asked.
+SENTENCE_RULE_V2 = "\n".join(
+    (
+        "s ::= w m* e | d",
+        "w ::= [^.!?\\n ] | a [ ,;:)'\"-] | t",
+        "m ::= [^.!?\\n] | n | [ (\"'0-9] a [ ,;:)'\"-] | [ (] t",
+        'e ::= f | [ (] d | [ (] "\'" m+ f "\'"',
+        "f ::= [.!?] | [ (\"'0-9] a",
+        'd ::= "\\"" (i | a [ ,;:)\'-]) i* f "\\""',
+        "i ::= [^\".!?\\n] | n | [ ('0-9] a [ ,;:)'-] | [ (] t",
+        'n ::= [0-9] "." [0-9]',
+        'a ::= [A-Za-z] ("." [A-Za-z])+ "."',
+        "t ::= (" + " | ".join(f'"{title}"' for title in TITLES) + ') ". "',
+    )
+)
+SENTENCE_RULES = {"v1": SENTENCE_RULE, "v2": SENTENCE_RULE_V2}
+
+
+def sentences_grammar(sentences: int, version: str = "v1") -> str:
     """A GBNF grammar (llama.cpp) for prose of 1 to `sentences` sentences: the model chooses
-    its words and where to end, but cannot go on past the length asked for."""
+    its words and where to end, but cannot go on past the length asked for. `version`:
+    generate.sentence_grammar (v1: every stop but a decimal point ends a sentence; v2:
+    abbreviations, titles, decimals and times do not)."""
     more = f' (" " s){{0,{sentences - 1}}}' if sentences > 1 else ""
-    return f'root ::= " "? s{more}\n{SENTENCE_RULE}\n'
+    return f'root ::= " "? s{more}\n{SENTENCE_RULES[version]}\n'
 
 
 def engine_fields(settings: GenerateSettings) -> dict[str, object]:
@@ -57,7 +91,7 @@ def engine_fields(settings: GenerateSettings) -> dict[str, object]:
         include={"max_input_words", "n_ctx", "parallel", "stop", "prefix_reuse", "speculative"}
     )
     if settings.sentence_limit:
-        fields["grammar"] = sentences_grammar(settings.summary_sentences)
+        fields["grammar"] = sentences_grammar(settings.summary_sentences, settings.sentence_grammar)
     fields["max_new_tokens"] = settings.token_budget
     if settings.speculative != "off":
         fields["draft"] = [settings.speculative_ngram, settings.speculative_draft]

@@ -272,7 +272,9 @@ class GgufSummarizer:
 
     def _request(self, text: str, **fields: Any) -> dict[str, Any]:
         if self.settings.sentence_limit:
-            fields["grammar"] = sentences_grammar(self.settings.summary_sentences)
+            fields["grammar"] = sentences_grammar(
+                self.settings.summary_sentences, self.settings.sentence_grammar
+            )
         request = greedy_request(
             self.settings.token_budget, cache_prompt=self.settings.prefix_reuse, **fields
         )

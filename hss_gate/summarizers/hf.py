@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hss_gate.errors import ModelError
+from hss_gate.library_logs import TRANSFORMERS_LOADING, known_messages
 from hss_gate.model_store import sha256_file
 from hss_gate.settings import GenerateSettings
 from hss_gate.summarizers.base import chat_messages, generation_key, truncate_words
@@ -100,9 +101,10 @@ class HfSummarizer:
             self._tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs, **gguf)
             self.is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
             auto = AutoModelForSeq2SeqLM if self.is_seq2seq else AutoModelForCausalLM
-            self._model = auto.from_pretrained(
-                self.source, dtype=torch.float32, **kwargs, **weights
-            )
+            with known_messages(TRANSFORMERS_LOADING):  # its load report without ANSI codes
+                self._model = auto.from_pretrained(
+                    self.source, dtype=torch.float32, **kwargs, **weights
+                )
         except Exception as exc:
             raise ModelError(f"cannot load hf model '{self.source}': {exc}") from exc
         self._model.eval()

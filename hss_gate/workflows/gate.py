@@ -17,8 +17,9 @@
 5. `write_runs`, `measure_drift`: each run's tables to OUT/candidate/ and OUT/production/, score
    drift to OUT/drift.html and drift.json;
 6. `decide_gate`: the decision (hss_gate.decision_rule.decide) with the looks and how
-   production was obtained, and the attribution (`add_attribution`); a person's override; the
-   documents that moved most;
+   production was obtained, and the attribution (`add_attribution`); a person's override; what
+   decision.html shows beside it (`Shown`: the documents that moved most, each paired
+   document's values for its pictures);
 7. `write_or_fail_closed`: decision.json, decision.md, decision.html (and JUnit XML).
 
 Any error on the way becomes the decision "error", written like any other. The request
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +84,26 @@ def moved_most(candidate: ScoreResult, production: ScoreResult) -> list[dict[str
     )
 
 
+def paired_documents(candidate: ScoreResult, production: ScoreResult) -> list[dict[str, Any]]:
+    """Each document's values on both sides, for decision.html's pictures."""
+    return decision_report.paired_documents(candidate.documents, production.documents)
+
+
+@dataclass
+class Shown:
+    """What decision.html shows beside the decision: the documents that moved most and each
+    paired document's values (its pictures)."""
+
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    documents: list[dict[str, Any]] = field(default_factory=list)
+
+
 def write_decision(
     out: Path,
     decision: Decision,
     examples: Sequence[Mapping[str, Any]] = (),
     junit: str | Path | None = None,
+    documents: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """decision.json, decision.md and decision.html (each written atomically), and the JUnit
     XML when asked for."""
@@ -94,7 +111,8 @@ def write_decision(
     if junit is not None:
         write_text_atomic(junit, decision_report.decision_junit(decision))
     write_text_atomic(out / "decision.md", decision_report.decision_markdown(decision))
-    write_text_atomic(out / "decision.html", decision_report.decision_html(decision, examples))
+    page = decision_report.decision_html(decision, examples, documents)
+    write_text_atomic(out / "decision.html", page)
 
 
 def write_runs(run: GateRun, looks: Looks, steps: Steps) -> None:
@@ -147,20 +165,62 @@ def decide_gate(
         "summaries_generated": scored.generated["production"],
         "candidate_summaries_generated": scored.generated["candidate"],
     }
+    add_sequential(decision, run, looks)
+    return decision
+
+
+def add_sequential(decision: Decision, run: GateRun, looks: Looks) -> None:
+    """The looks (metrics.sequential) and what they rested on, as notes: the documents and
+    looks that decided, the plan when gate.looks did not fit the corpus, the documents HSS was
+    measured on (facts first)."""
+    last, gate = looks.last, run.settings.gate
+    spending = gate.alpha_spending
+    design = "group-sequential, Bonferroni alpha spending over the planned looks"
+    if spending != "bonferroni" or gate.looks:
+        design = (
+            f"group-sequential, {spending} alpha spending over the planned looks "
+            f"{looks.plan.sizes}" + (" (Lan-DeMets increments)" if spending != "bonferroni" else "")
+        )
     decision.metrics["sequential"] = {
-        "design": "group-sequential, Bonferroni alpha spending over the planned looks",
+        "design": design,
         "documents_used": last.documents,
         "documents_available": looks.available,
         "looks": looks.records,
         "stopped_early": last.documents < looks.available,
     }
+    levels = looks.levels[: len(looks.taken)]
+    at = (
+        f"each at {levels[0]:.2%} confidence"
+        if len(set(looks.levels)) == 1
+        else "at " + ", ".join(f"{level:.2%}" for level in levels) + f" confidence ({spending})"
+    )
     decision.add_note(
         "sequential.documents",
         f"decided on {last.documents} of {looks.available} documents after {len(looks.taken)} "
-        f"of {looks.planned} look(s) (each at {looks.level:.2%} confidence, overall "
-        f"{run.settings.score.confidence:.0%})",
+        f"of {looks.planned} look(s) ({at}, overall {run.settings.score.confidence:.0%})",
     )
-    return decision
+    if looks.plan.note:
+        decision.add_note("sequential.plan", looks.plan.note)
+    if looks.hss.text:
+        decision.add_note("hss.subset", hss_subset_text(looks), signal="hss")
+
+
+def hss_subset_text(looks: Looks) -> str:
+    """What HSS rests on (facts first): the plan's text, the documents of the deciding look it
+    was measured on, and its paired difference with its CI there."""
+    comparison = looks.last.comparison
+    if looks.hss.every:  # a stated fallback: every document after all
+        return looks.hss.text
+    n = comparison.get("hss_documents", 0)
+    hss = comparison["signals"].get("hss")
+    measured = (
+        f"HSS {hss['difference']:+.3f} [{hss['ci_low']:+.3f}, {hss['ci_high']:+.3f}] "
+        f"({hss['candidate']:.3f} vs {hss['production']:.3f}) rests on {n} of the "
+        f"{looks.last.documents} documents of the deciding look"
+        if hss
+        else f"HSS not measured on the {n} documents of the deciding look it was planned for"
+    )
+    return f"{looks.hss.text}: {measured}; reported, not blocking (gate.hss_blocks false)"
 
 
 def gate_steps(
@@ -174,9 +234,10 @@ def gate_steps(
     say: Say,
     scorers: LikelihoodLoader | None = None,
     perturbed: PerturbedTexts | None = None,
-) -> tuple[Decision, list[dict[str, Any]]]:
-    """The gate's steps in order: the decision and the documents that moved most. `scorers`
-    and `perturbed` replace the attribution step's model and perturbations (tests)."""
+) -> tuple[Decision, Shown]:
+    """The gate's steps in order: the decision and what its page shows beside it (the
+    documents that moved most, each paired document's values). `scorers` and `perturbed`
+    replace the attribution step's model and perturbations (tests)."""
     run = prepare(load_settings, request, where, runner, steps)
     restored = restore_production(run, runner, steps, say)
     looks = score_looks(run, request.full, runner, steps, progress, say)
@@ -195,7 +256,11 @@ def gate_steps(
         add_attribution(decision, attribution)
     if request.override:
         decision = apply_override(decision, *request.override)
-    return decision, steps.compute(moved_most, looks.last.candidate, looks.last.production)
+    last = looks.last
+    return decision, Shown(
+        steps.compute(moved_most, last.candidate, last.production),
+        steps.compute(paired_documents, last.candidate, last.production),
+    )
 
 
 def run_gate(
@@ -214,10 +279,10 @@ def run_gate(
     Raises ReportError only when not even decision.json can be written."""
     out_dir = Path(request.out or GateSettings().out)
     where = Where(request.candidate or "", request.production, out_dir)
-    examples: list[dict[str, Any]] = []
+    shown = Shown()
     error: BaseException | None = None
     try:
-        decision, examples = gate_steps(
+        decision, shown = gate_steps(
             load_settings,
             request,
             where,
@@ -232,13 +297,13 @@ def run_gate(
         error, decision = exc, error_decision("interrupted", **where.context())
     except Exception as exc:  # the gate fails closed on any error
         error, decision = exc, error_decision(error_message(exc), **where.context())
-    return write_or_fail_closed(where, decision, examples, request.junit, steps, error)
+    return write_or_fail_closed(where, decision, shown, request.junit, steps, error)
 
 
 def write_or_fail_closed(
     where: Where,
     decision: Decision,
-    examples: Sequence[Mapping[str, Any]],
+    shown: Shown,
     junit: str | Path | None,
     steps: Steps,
     error: BaseException | None,
@@ -247,7 +312,7 @@ def write_or_fail_closed(
     "error", and the reports are replaced when they render)."""
     out_dir = where.out_dir
     try:
-        steps.io(write_decision, out_dir, decision, examples, junit)
+        steps.io(write_decision, out_dir, decision, shown.examples, junit, shown.documents)
     except Exception as exc:
         error = exc
         decision = error_decision(

@@ -1,16 +1,23 @@
 """The gate's looks: both models scored look by look until a look settles (`score_looks`).
 
 Each look scores the next documents of a fixed stratified order on both sides, compares the
-runs paired over every document seen so far at the look's Bonferroni-spent confidence level
-(hss_gate.sequential), runs the Great Expectations suites on the candidate's tables (Data Docs to
-OUT/data_docs/) and gives the look's verdict (hss_gate.decision_rule.judge_look); the last look
-taken decides (hss_gate.workflows.gate).
+runs paired over every document seen so far at the look's spent confidence level
+(hss_gate.sequential: the look plan, gate.looks, and its alpha spending), runs the Great
+Expectations suites on the candidate's tables (Data Docs to OUT/data_docs/) and gives the look's
+verdict (hss_gate.decision_rule.judge_look); the last look taken decides (hss_gate.workflows.gate).
+
+Facts first (hss_gate.sequential.hss_plan): unless HSS blocks, only the first documents of the
+order (gate.hss_documents) are perturbed and their perturbed versions summarized; the others get
+their original's summary alone, which the deciding signals read. HSS is then compared on those
+documents and its checks read their table (gate_checks.HSS_DOCUMENTS). Progress: each look's
+summaries, per model, under the look's name, and the summaries done of those planned with the
+time left at every look (progress.PlanProgress).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,11 +26,21 @@ import pandas as pd
 
 from hss_gate.corpus import Document
 from hss_gate.decision_rule import judge_look
+from hss_gate.errors import InputError
+from hss_gate.gate_checks import HSS_DOCUMENTS, HssSubset
 from hss_gate.paired_comparison import compare
 from hss_gate.pipeline import ScoreResult, merge_results
-from hss_gate.progress import Progress
+from hss_gate.progress import PlanProgress, Progress
 from hss_gate.redact import redacted_uri
-from hss_gate.sequential import look_confidence, look_record, look_sizes, stratified_order
+from hss_gate.sequential import (
+    HssPlan,
+    LookPlan,
+    hss_plan,
+    look_levels,
+    look_plan,
+    look_record,
+    stratified_order,
+)
 from hss_gate.settings import GateSettings, HssSettings, ScoreSettings
 from hss_gate.tables import OPTIONAL_COLUMNS
 from hss_gate.workflows.gate_preparation import GateRun
@@ -32,26 +49,40 @@ from hss_gate.workflows.steps import ModelRunner, Say, Steps
 
 
 def compare_runs(
-    candidate: ScoreResult, production: ScoreResult, score_settings: ScoreSettings, seed: int
+    candidate: ScoreResult,
+    production: ScoreResult,
+    score_settings: ScoreSettings,
+    seed: int,
+    hss_documents: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """Paired comparison of the candidate with production on the same documents."""
+    """Paired comparison of the candidate with production on the same documents (HSS on the
+    `hss_documents` alone when given: facts first)."""
     return compare(
         candidate.documents,
         production.documents,
         resamples=score_settings.bootstrap_resamples,
         confidence=score_settings.confidence,
         seed=seed,
+        hss_documents=hss_documents,
     )
 
 
-def gate_tables(candidate: ScoreResult, comparison: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
-    """The tables the suites validate: candidate documents, perturbations, category deltas."""
+def gate_tables(
+    candidate: ScoreResult,
+    comparison: Mapping[str, Any],
+    hss_documents: Collection[str] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """The tables the suites validate: candidate documents, perturbations, category deltas,
+    and (facts first) the documents HSS was measured on."""
     documents = as_floats(pd.DataFrame(candidate.documents))
-    return {
+    tables = {
         "documents": documents,
         "perturbations": pd.DataFrame(candidate.perturbations),
         "categories": pd.DataFrame(comparison["categories"]),
     }
+    if hss_documents is not None:
+        tables[HSS_DOCUMENTS] = documents[documents["doc_id"].isin(list(hss_documents))]
+    return tables
 
 
 def run_gate_checks(
@@ -61,21 +92,29 @@ def run_gate_checks(
     perturbations_per_document: int,
     docs_dir: Path | None,
     hss_measured: bool = True,
+    hss_documents: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The gate's checks (hss_gate.gate_checks) as Great Expectations suites on the documents
     of this look (a category is checked on its own only with enough documents); Data Docs
     into docs_dir. HSS not measured (stored summaries without perturbed ones): its checks are
-    skipped, not run on NaN."""
+    skipped, not run on NaN. `hss_documents` (facts first): the HSS checks and the per-category
+    ones run on those documents alone."""
     from hss_gate.expectations import gate_expectations
 
+    measured = docs if hss_documents is None else [d for d in docs if d.doc_id in hss_documents]
+    sizes = Counter(d.category for d in measured)
+    subset = None
+    if hss_documents is not None:
+        subset = HssSubset(len(measured), tuple(sorted(sizes)))
     specs = gate_expectations(
         gate,
         categories=sorted({d.category for d in docs}),
         n_documents=len(docs),
-        n_perturbations=len(docs) * perturbations_per_document,
+        n_perturbations=len(measured) * perturbations_per_document,
         optional_columns=[c for c in OPTIONAL_COLUMNS if c in tables["documents"]],
-        category_sizes=Counter(d.category for d in docs),
+        category_sizes=sizes,
         hss_measured=hss_measured,
+        hss_subset=subset,
     )
     return validate_tables(tables, specs, docs_dir)
 
@@ -122,56 +161,123 @@ class Look:
 
 @dataclass
 class Looks:
-    """The looks that were taken (the last one decides) and what they scored."""
+    """The looks that were planned and taken (the last one decides), their confidence levels,
+    the documents HSS was measured on, and what was scored."""
 
-    planned: int
-    level: float
+    plan: LookPlan
+    levels: list[float]
     available: int
+    hss: HssPlan
+    order: list[Document] = field(default_factory=list)
     scored: Scored = field(default_factory=Scored)
     taken: list[Look] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)  # as decision.json keeps them
+
+    @property
+    def planned(self) -> int:
+        """How many looks were planned."""
+        return len(self.plan.sizes)
 
     @property
     def last(self) -> Look:
         """The look that settled the decision."""
         return self.taken[-1]
 
+    def hss_documents(self, start: int, end: int) -> list[str] | None:
+        """The doc_ids among the order's documents start to end whose HSS is measured; None
+        when HSS is measured on every document."""
+        if self.hss.every:
+            return None
+        return [d.doc_id for d in self.order[start : min(end, self.hss.documents)]]
+
+
+def plan_looks(run: GateRun, full: bool) -> Looks:
+    """The looks (gate.looks or the default plan; `full`: one), each one's confidence level
+    (gate.alpha_spending) and the documents HSS is measured on (gate.hss_documents)."""
+    gate = run.settings.gate
+    order = stratified_order(run.docs, lambda d: d.category)
+    n_categories = len({d.category for d in order})
+    plan = look_plan(len(order), n_categories, gate.looks, full)
+    levels = look_levels(run.settings.score.confidence, plan.sizes, gate.alpha_spending)
+    try:
+        hss = hss_plan(gate.hss_subset(), gate.hss_blocks, plan.sizes, len(order), n_categories)
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    return Looks(plan, levels, len(order), hss, order)
+
+
+def planned_summaries(looks: Looks, versions: int) -> list[int]:
+    """Each look's summaries on one side: an original's for every new document, and
+    `versions` perturbed ones for each whose HSS is measured."""
+    out, start = [], 0
+    for n in looks.plan.sizes:
+        measured = looks.hss_documents(start, n)
+        out.append(n - start + versions * (n - start if measured is None else len(measured)))
+        start = n
+    return out
+
 
 def score_looks(
     run: GateRun, full: bool, runner: ModelRunner, steps: Steps, progress: Progress, say: Say
 ) -> Looks:
     """Score both models look by look in a fixed stratified order (hss_gate.sequential: each
-    look at its Bonferroni-spent confidence level) until a look settles; `full`: one look."""
-    order = stratified_order(run.docs, lambda d: d.category)
-    plan = look_sizes(len(order), len({d.category for d in order}), full)
-    looks = Looks(len(plan), look_confidence(run.settings.score.confidence, len(plan)), len(order))
-    start = 0
-    for i, n in enumerate(plan):
-        say(f"look {i + 1} of {len(plan)}: {n} of {len(order)} documents")
+    look at its spent confidence level, HSS on the planned documents only) until a look
+    settles; `full`: one look."""
+    looks = steps.compute(plan_looks, run, full)
+    perturb = run.settings.perturb
+    per_look = planned_summaries(looks, len(perturb.strengths) * perturb.k)
+    work = PlanProgress(progress, len(run.roles) * sum(per_look))
+    for line in (looks.plan.note, looks.hss.text):
+        if line:
+            say(line)
+    start, sizes = 0, looks.plan.sizes
+    for i, n in enumerate(sizes):
+        measured = looks.hss_documents(start, n)
+        hss_part = "" if measured is None else f", HSS on {len(measured)} of the {n - start} new"
+        say(
+            f"look {i + 1} of {len(sizes)}: {n} of {len(looks.order)} documents{hss_part}; "
+            f"{work.status('if every look runs')}"
+        )
         for role in run.roles:
             say(f"{role.name} {redacted_uri(role.uri)}")
-            result, meta = runner(role.uri, order[start:n], role.settings, run.norm, progress)
+            label = f"look {i + 1}/{len(sizes)} {role.name} summaries"
+            part = looks.order[start:n]
+            extra = {} if measured is None else {"hss_documents": measured}
+            result, meta = runner(
+                role.uri, part, role.settings, run.norm, work.step(label, per_look[i]), **extra
+            )
             looks.scored.add(role.name, result, meta)
-        look = check_look(run, looks, order[:n], i == len(plan) - 1, steps)
+        work.end_step()
+        look = check_look(run, looks, i, steps)
         looks.taken.append(look)
-        looks.records.append(look_record(n, looks.level, look.comparison["signals"], look.verdict))
+        looks.records.append(
+            look_record(n, looks.levels[i], look.comparison["signals"], look.verdict)
+        )
         if look.verdict != "continue":
             break
         start = n
+    if len(looks.taken) < len(sizes):
+        say(
+            f"settled at look {len(looks.taken)} of {len(sizes)}: {work.done} of "
+            f"{work.planned} planned summaries were needed"
+        )
     return looks
 
 
-def check_look(
-    run: GateRun, looks: Looks, seen: Sequence[Document], last: bool, steps: Steps
-) -> Look:
+def check_look(run: GateRun, looks: Looks, index: int, steps: Steps) -> Look:
     """Compare both runs over the documents seen at the look's confidence level, run the
     suites on the candidate's tables and give the look's verdict
     (hss_gate.decision_rule.judge_look)."""
     settings = run.settings
+    n = looks.plan.sizes[index]
+    seen = looks.order[:n]
+    measured = looks.hss_documents(0, n)
     candidate, production = looks.scored.merged(settings)
-    at_level = settings.score.model_copy(update={"confidence": looks.level})
-    comparison = steps.compute(compare_runs, candidate, production, at_level, settings.perturb.seed)
-    tables = steps.compute(gate_tables, candidate, comparison)
+    at_level = settings.score.model_copy(update={"confidence": looks.levels[index]})
+    comparison = steps.compute(
+        compare_runs, candidate, production, at_level, settings.perturb.seed, measured
+    )
+    tables = steps.compute(gate_tables, candidate, comparison, measured)
     judged = judge_look(
         comparison,
         production.documents,
@@ -184,8 +290,9 @@ def check_look(
             len(settings.perturb.strengths) * settings.perturb.k,
             run.out_dir / "data_docs",
             comparison.get("hss_measured", True),
+            None if measured is None else set(measured),
         ),
-        last=last,
+        last=index == len(looks.plan.sizes) - 1,
     )
     checks, verdict = judged.checks, judged.verdict
     return Look(len(seen), candidate, production, comparison, checks, verdict)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -130,3 +131,94 @@ def test_an_absolute_share_blocks_only_at_the_last_look_and_form_is_advisory():
     cut = check("output", "truncated_share") | {"success": False, "observed": 0.7}
     assert look_verdict(comparison, [cut], GATE, last=False) == "promote"
     assert look_verdict(comparison, [cut], GateSettings(form_blocks=True), last=True) == "block"
+
+
+def test_configured_looks_fit_the_corpus_and_say_what_changed():
+    from hss_gate.sequential import look_plan
+
+    assert look_plan(48, 12, None).sizes == look_sizes(48, 12) == [12, 24, 36, 48]
+    assert look_plan(48, 12, [24, 48]) == look_plan(48, 12, [24, 48], full=False)
+    assert look_plan(48, 12, [24, 48]).sizes == [24, 48] and not look_plan(48, 12, [24, 48]).note
+    assert look_plan(100, 12, [24, 48]).sizes == [24, 48]  # the plan's last look is its most
+    fitted = look_plan(30, 12, [24, 48, 96])
+    assert fitted.sizes == [24, 30]
+    assert fitted.note == (
+        "gate.looks [24, 48, 96]: 48, 96 beyond the corpus's 30 documents, "
+        "so the looks are [24, 30]"
+    )
+    assert look_plan(48, 12, [24, 48], full=True).sizes == [48]
+
+
+@pytest.mark.parametrize("spending", ["bonferroni", "pocock", "obrien-fleming"])
+def test_every_spending_spends_alpha_once_over_the_planned_looks(spending):
+    from hss_gate.sequential import look_levels
+
+    sizes = [12, 24, 36, 48]
+    levels = look_levels(0.95, sizes, spending)
+    assert len(levels) == 4 and sum(1 - level for level in levels) == pytest.approx(0.05)
+    assert look_levels(0.95, [48], spending) == pytest.approx([0.95])
+    if spending == "bonferroni":
+        assert levels == [look_confidence(0.95, 4)] * 4
+    elif spending == "obrien-fleming":  # little early, most of it late
+        assert all(a > b for a, b in pairwise(levels)) and levels[0] > 0.9999
+    else:  # Pocock: more early than late, the first look more than Bonferroni's share
+        assert all(a < b for a, b in pairwise(levels)) and levels[0] < look_confidence(0.95, 4)
+
+
+def test_the_spending_functions_match_lan_demets():
+    """The Lan-DeMets functions against scipy's normal distribution: O'Brien-Fleming's
+    2 - 2 Phi(z_{0.975} / sqrt t), Pocock's alpha ln(1 + (e - 1) t)."""
+    from scipy.stats import norm
+
+    from hss_gate.sequential import look_levels, spent
+
+    for t in (0.25, 0.5, 0.75, 1.0):
+        expected = 2 - 2 * norm.cdf(norm.ppf(0.975) / np.sqrt(t))
+        assert spent("obrien-fleming", 0.05, t) == pytest.approx(expected, rel=1e-9)
+        assert spent("pocock", 0.05, t) == pytest.approx(0.05 * np.log(1 + (np.e - 1) * t))
+    first = 1 - look_levels(0.95, [12, 24, 36, 48], "obrien-fleming")[0]
+    assert first == pytest.approx(2 - 2 * norm.cdf(norm.ppf(0.975) / 0.5), rel=1e-9)
+
+
+def test_the_hss_documents_and_what_the_decision_says_of_them():
+    from hss_gate.sequential import hss_plan
+
+    default = hss_plan("first_look", False, [12, 24, 36, 48], 48, 12)
+    assert (default.documents, default.every) == (12, False)
+    assert default.text.startswith("HSS measured on 12 of 48 documents (the first look's")
+    widened = hss_plan("first_look", False, [8, 48], 48, 12)
+    assert widened.documents == 12 and "widened to one of each of the 12 categories" in widened.text
+    assert hss_plan(20, False, [12, 48], 48, 12).documents == 20
+    for everything in (
+        hss_plan("all", False, [12, 48], 48, 12),
+        hss_plan("all", True, [12], 48, 12),
+    ):
+        assert everything.every and everything.documents == 48
+    beyond = hss_plan(60, False, [12, 48], 48, 12)  # a stated fallback: every document
+    assert beyond.every and beyond.text == (
+        "HSS measured on every document: gate.hss_documents 60 is more than the corpus's 48"
+    )
+    one_look = hss_plan("first_look", False, [48], 48, 12)  # --full: the first look is all
+    assert one_look.every and one_look.text == ""  # nothing to say: measured as asked
+    assert everything.text == ""
+    with pytest.raises(ValueError, match="fewer than the corpus's 12 categories"):
+        hss_plan(6, False, [12, 48], 48, 12)
+    with pytest.raises(ValueError, match="HSS that blocks"):
+        hss_plan("first_look", True, [12, 48], 48, 12)
+
+
+def test_hss_that_blocks_cannot_be_set_on_a_subset(tmp_path):
+    from hss_gate.errors import InputError
+    from hss_gate.settings import load_settings
+
+    params = tmp_path / "params.yaml"
+    params.write_text("gate:\n  hss_blocks: true\n  hss_documents: first_look\n")
+    with pytest.raises(
+        InputError, match=r"gate\.hss_documents is 'first_look' but gate\.hss_blocks"
+    ):
+        load_settings(params)
+    params.write_text("gate:\n  hss_blocks: true\n")
+    assert load_settings(params).gate.hss_subset() == "all"
+    params.write_text("gate:\n  looks: [24, 12]\n")
+    with pytest.raises(InputError, match=r"gate\.looks must increase"):
+        load_settings(params)
