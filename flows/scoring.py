@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -118,12 +118,22 @@ def score_chunk(
     settings: HssSettings,
     normalization: Normalization | None,
     progress: Progress = no_progress,
+    hss_documents: list[str] | None = None,
 ) -> tuple[ScoreResult, dict[str, Any]]:
-    """Score one chunk of documents with the model a URI names."""
+    """Score one chunk of documents with the model a URI names (`hss_documents`: the doc_ids
+    whose HSS is measured; None: all)."""
     from hss_gate import runner
 
     tools = process_toolkit(settings)
-    return runner.score_model(uri, docs, settings, normalization, tools=tools, progress=progress)
+    return runner.score_model(
+        uri,
+        docs,
+        settings,
+        normalization,
+        tools=tools,
+        progress=progress,
+        hss_documents=hss_documents,
+    )
 
 
 @compute_task
@@ -142,15 +152,19 @@ def score_flow(
     normalization: Normalization | None = None,
     chunks: int = 1,
     progress: Progress = no_progress,
+    hss_documents: list[str] | None = None,
 ) -> tuple[ScoreResult, dict[str, Any]]:
     """Score documents in `chunks` parts on this flow's task runner and merge the parts."""
     logger = get_run_logger()
     parts = split_documents(docs, chunks)
     started = time.perf_counter()
     if len(parts) == 1:
-        return score_chunk(uri, parts[0], settings, normalization, progress)
+        return score_chunk(uri, parts[0], settings, normalization, progress, hss_documents)
     logger.info("scoring %d documents with %s in %d chunks", len(docs), uri, len(parts))
-    futures = [score_chunk.submit(uri, part, settings, normalization) for part in parts]
+    futures = [
+        score_chunk.submit(uri, part, settings, normalization, hss_documents=hss_documents)
+        for part in parts
+    ]
     advance = progress("chunks", len(futures), 0)
     outputs = []
     for future in futures:
@@ -179,14 +193,25 @@ def score_subflow(
     dask_address: str | None = None,
     chunk_size: int | None = None,
     progress: Progress = no_progress,
+    hss_documents: list[str] | None = None,
 ) -> tuple[ScoreResult, dict[str, Any]]:
     """Run `score_flow` as a subflow on the task runner the parallelism options ask for."""
     runner = task_runner(workers, dask_address)
     chunks = n_chunks(len(docs), workers, dask_address, chunk_size)
     if runner is None:  # in this process: the progress reporter can be passed along
-        return score_flow(uri, docs, settings, normalization, chunks=chunks, progress=progress)
+        return score_flow(
+            uri,
+            docs,
+            settings,
+            normalization,
+            chunks=chunks,
+            progress=progress,
+            hss_documents=hss_documents,
+        )
     # Dask pickles what its tasks get and a reporter holds a lock: the flow logs its chunks
-    return score_flow.with_options(task_runner=runner)(uri, docs, settings, normalization, chunks)
+    return score_flow.with_options(task_runner=runner)(
+        uri, docs, settings, normalization, chunks, hss_documents=hss_documents
+    )
 
 
 class DaskRunner:
@@ -208,6 +233,7 @@ class DaskRunner:
         settings: HssSettings,
         normalization: Normalization | None,
         progress: Progress = no_progress,
+        hss_documents: Collection[str] | None = None,
     ) -> tuple[ScoreResult, dict[str, Any]]:
         return score_subflow(
             uri,
@@ -218,6 +244,7 @@ class DaskRunner:
             dask_address=self.dask_address,
             chunk_size=self.chunk_size,
             progress=progress,
+            hss_documents=None if hss_documents is None else sorted(hss_documents),
         )
 
 

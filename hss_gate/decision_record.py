@@ -34,6 +34,9 @@ FINDING_CODES = {
     "documents.dropped": "stored summaries: documents without both summaries, dropped from "
     "the pairing, and summaries of doc_ids not in the corpus (the workflow)",
     "sequential.documents": "how many documents and looks decided (the workflow)",
+    "sequential.plan": "gate.looks beyond the corpus: the looks that were planned (the workflow)",
+    "hss.subset": "facts first: HSS measured on the first documents of the looks only "
+    "(gate.hss_documents), with the number it rests on (the workflow)",
     "facts.relative": "the facts bounds follow production's own values on the same documents",
     "override": "a person overrode a block",
     "error": "the gate could not decide",

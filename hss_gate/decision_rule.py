@@ -126,7 +126,7 @@ def decide(
     with `gate.block_on_drift`. `decided_by` names the signals that decided."""
     findings = [
         *check_findings(checks, gate),
-        *category_findings(comparison["categories"], gate),
+        *category_findings(comparison["categories"], gate, comparison.get("hss_documents")),
         *paired_findings(comparison, gate),
         *drift_findings(drift, gate),
     ]
@@ -189,17 +189,25 @@ def check_findings(checks: Sequence[Mapping[str, Any]], gate: GateSettings) -> l
     return findings
 
 
-def category_findings(categories: Sequence[Mapping[str, Any]], gate: GateSettings) -> list[Finding]:
+def category_findings(
+    categories: Sequence[Mapping[str, Any]], gate: GateSettings, hss_documents: int | None = None
+) -> list[Finding]:
     """One note when some categories have too few documents to be checked on their own (their
-    per-category checks are not declared: hss_gate.gate_checks.category_checks)."""
+    per-category checks are not declared: hss_gate.gate_checks.category_checks), counted
+    among the `hss_documents` HSS was measured on when it was measured on fewer (facts first)."""
     small = [c for c in categories if not enough_documents(int(c["n"]), gate)]
     if not small:
         return []
+    where = (
+        "in this look"
+        if hss_documents is None
+        else f"among the {hss_documents} documents HSS was measured on (gate.hss_documents)"
+    )
     text = (
         "per-category HSS not checked where a category has fewer than "
         f"{gate.min_category_documents} documents (gate.min_category_documents): "
         f"{len(small)} of {len(categories)} categories, at most {max(c['n'] for c in small)} "
-        "document(s) each in this look"
+        f"document(s) each {where}"
     )
     return [Finding(code="categories.too_small", signal="hss", effect="note", text=text)]
 
@@ -215,7 +223,10 @@ def paired_findings(comparison: Mapping[str, Any], gate: GateSettings) -> list[F
         stats = signals.get(margin.column)
         if stats and margin.beyond(stats, gate):
             text = margin.text.format(
-                margin=margin.of(gate), diff=_fmt_diff(stats), level=level, n=n
+                margin=margin.of(gate),
+                diff=_fmt_diff(stats),
+                level=level,
+                n=stats.get("documents", n),
             )
             findings.append(_judged(margin.code, margin.signal, text, margin.blocks(gate)))
     return findings
@@ -281,6 +292,7 @@ def _metrics(
     failed = sum(not c["success"] for c in checks)
     metrics = {
         "documents": comparison["documents"],
+        **({"hss_documents": comparison["hss_documents"]} if "hss_documents" in comparison else {}),
         "hss_measured": hss is not None,
         "hss_candidate": hss["candidate"] if hss else None,
         "hss_production": hss["production"] if hss else None,

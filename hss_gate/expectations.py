@@ -31,9 +31,11 @@ from hss_gate import tables
 from hss_gate.gate_checks import (
     CATEGORIES,
     DOCUMENTS,
+    HSS_DOCUMENTS,
     PERTURBATIONS,
     Check,
     ColumnRule,
+    HssSubset,
     Kind,
     attribution_checks,
     gate_checks,
@@ -66,6 +68,7 @@ OPTIONAL_DOCUMENT_RULES = {c.name: _rule(c) for c in tables.DOCUMENT_COLUMNS if 
 PERTURBATION_RULES = _rules(tables.PERTURBATION_COLUMNS, tables.CHECKED_PERTURBATION_COLUMNS)
 CATEGORY_RULES = _rules(tables.CATEGORY_COLUMNS, tables.CHECKED_CATEGORY_COLUMNS)
 SERVED_RULES = _rules(tables.SERVED_COLUMNS, tables.CHECKED_SERVED_COLUMNS)
+HSS_RULES = {c: r for c, r in DOCUMENT_RULES.items() if c == "doc_id" or c in HSS_DOCUMENT_COLUMNS}
 
 _DOCS_SITE = "hss_gate"
 
@@ -200,24 +203,24 @@ def gate_expectations(
     optional_columns: Collection[str] = (),
     category_sizes: Mapping[str, int] | None = None,
     hss_measured: bool = True,
+    hss_subset: HssSubset | None = None,
 ) -> list[ExpectationSpec]:
-    """The gate's checks (hss_gate.gate_checks.gate_checks) on the three score tables.
+    """The gate's checks (hss_gate.gate_checks.gate_checks) on the score tables.
 
     Without `hss_measured` (stored summaries without perturbed ones) the HSS expectations are
-    skipped, not passed or failed on NaN: the HSS columns, the perturbations and categories
-    tables and the HSS checks (the decision notes it).
-
-    `categories` are the categories of the reference corpus: each must appear in the documents
-    and have exactly one row in the categories table. `category_sizes` (documents per category
-    in this look) limits the per-category checks to the categories with enough documents.
-    `optional_columns` names the optional document columns the score table has (their checks
-    are added only then).
+    skipped, not passed or failed on NaN (the decision notes it). With `hss_subset` (facts
+    first) the HSS columns and checks read the table HSS_DOCUMENTS of the documents HSS was
+    measured on. `categories`: each must appear in the documents and have one row in the
+    categories table; `category_sizes` (documents per category in this look, or in the HSS
+    subset) limits the per-category checks to the categories with enough documents;
+    `optional_columns`: the optional document columns the score table has.
     """
-    skip = () if hss_measured else HSS_DOCUMENT_COLUMNS
+    skip = () if hss_measured and hss_subset is None else HSS_DOCUMENT_COLUMNS
     schema = {
         DOCUMENTS: _document_columns(optional_columns, skip),
         PERTURBATIONS: PERTURBATION_RULES,
         CATEGORIES: CATEGORY_RULES,
+        HSS_DOCUMENTS: HSS_RULES,
     }
     checks = gate_checks(
         gate,
@@ -228,6 +231,7 @@ def gate_expectations(
         optional_columns=optional_columns,
         category_sizes=category_sizes,
         hss_measured=hss_measured,
+        hss_subset=hss_subset,
     )
     return [to_expectation(c) for c in checks]
 
@@ -429,12 +433,9 @@ def _observed(spec: ExpectationSpec, gx_result: Any) -> tuple[Any, list[Any]]:
         return f"column '{spec.kwargs.get('column')}' is missing from table '{spec.table}'", []
     value = result.get("observed_value")
     if value is not None:
-        if (
-            isinstance(value, dict)
-            and isinstance(value.get("values"), list)
-            and len(value["values"]) == 1
-        ):
-            value = value["values"][0]  # a single quantile
+        values = value.get("values") if isinstance(value, dict) else None
+        if isinstance(values, list) and len(values) == 1:
+            value = values[0]  # a single quantile
         return value, unexpected
     if "partial_missing_list" in result:
         return {"missing": list(result["partial_missing_list"])}, []
@@ -557,11 +558,9 @@ def _checkpoint(
     definition = ctx.validation_definitions.add(
         gx.ValidationDefinition(name=f"hss_gate.{table}", data=batch, suite=suite)
     )
-    actions = (
-        [UpdateDataDocsAction(name="data_docs", site_names=[_DOCS_SITE])]
-        if docs_dir is not None
-        else []
-    )
+    actions = []
+    if docs_dir is not None:
+        actions.append(UpdateDataDocsAction(name="data_docs", site_names=[_DOCS_SITE]))
     checkpoint = ctx.checkpoints.add(
         Checkpoint(
             name=f"hss_gate.{table}",

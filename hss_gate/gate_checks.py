@@ -45,6 +45,9 @@ ColumnRule = tuple[float | None, float | None] | str | None
 a cast to float) or None (only present and not null)."""
 
 DOCUMENTS, PERTURBATIONS, CATEGORIES = "documents", "perturbations", "categories"
+HSS_DOCUMENTS = "hss_documents"
+"""Facts first (gate.hss_documents): the documents HSS was measured on, with their HSS columns;
+the HSS checks read it, the documents table keeps the rest."""
 ATTRIBUTION_COLUMN = "attribution_instability"  # the documents column explained on request
 
 FLAG_CODES = {flag: f"not_summarizing.{flag}_share" for flag in FLAGS}
@@ -319,6 +322,15 @@ def category_checks(
     ]
 
 
+@dataclass(frozen=True)
+class HssSubset:
+    """Facts first: HSS measured on fewer documents than the look's (gate.hss_documents), and
+    the categories among them."""
+
+    documents: int
+    categories: tuple[str, ...]
+
+
 def gate_checks(
     gate: GateSettings,
     *,
@@ -329,35 +341,46 @@ def gate_checks(
     optional_columns: Collection[str] = (),
     category_sizes: Mapping[str, int] | None = None,
     hss_measured: bool = True,
+    hss_subset: HssSubset | None = None,
 ) -> list[Check]:
     """The gate's checks: data quality of the three score tables (`schema`: each table's
     columns), then the absolute checks of the candidate's documents, then each category's HSS
     rise (only for the categories with enough documents, when `category_sizes` is given).
     HSS not measured (stored summaries without perturbed ones): no HSS check and no check of
     the perturbations and categories tables (all about HSS) is declared: they are reported as
-    not measured, neither passed nor failed."""
+    not measured, neither passed nor failed. HSS measured on a subset (`hss_subset`, facts
+    first): the HSS columns and checks read the HSS_DOCUMENTS table of those documents, and
+    the perturbations and categories tables cover them (`n_perturbations`, `category_sizes`
+    and the categories being the subset's)."""
     cats = [str(c) for c in categories]
-    if not hss_measured:
-        return [
-            *column_checks(gate, DOCUMENTS, schema[DOCUMENTS]),
-            unique_check(gate, DOCUMENTS, "doc_id"),
-            covers_categories(gate, DOCUMENTS, cats, "documents cover"),
-            row_count_check(gate, DOCUMENTS, n_documents, "document"),
-            *(c for c in severity_checks(gate, optional_columns) if c.kind != "hss"),
-        ]
-    return [
+    documents = [
         *column_checks(gate, DOCUMENTS, schema[DOCUMENTS]),
         unique_check(gate, DOCUMENTS, "doc_id"),
         covers_categories(gate, DOCUMENTS, cats, "documents cover"),
         row_count_check(gate, DOCUMENTS, n_documents, "document"),
+    ]
+    severity = severity_checks(gate, optional_columns)
+    if not hss_measured:
+        return [*documents, *(c for c in severity if c.kind != "hss")]
+    hss_cats = cats
+    if hss_subset is not None:
+        hss_cats = list(hss_subset.categories)
+        documents += [
+            *column_checks(gate, HSS_DOCUMENTS, schema[HSS_DOCUMENTS]),
+            unique_check(gate, HSS_DOCUMENTS, "doc_id"),
+            row_count_check(gate, HSS_DOCUMENTS, hss_subset.documents, "document HSS rests on"),
+        ]
+        severity = [replace(c, table=HSS_DOCUMENTS) if c.kind == "hss" else c for c in severity]
+    return [
+        *documents,
         *column_checks(gate, PERTURBATIONS, schema[PERTURBATIONS]),
         row_count_check(gate, PERTURBATIONS, n_perturbations, "perturbation"),
         *column_checks(gate, CATEGORIES, schema[CATEGORIES]),
         unique_check(gate, CATEGORIES, "category"),
-        covers_categories(gate, CATEGORIES, cats, "categories table covers"),
-        row_count_check(gate, CATEGORIES, len(cats), "category"),
-        *severity_checks(gate, optional_columns),
-        *category_checks(gate, cats, category_sizes),
+        covers_categories(gate, CATEGORIES, hss_cats, "categories table covers"),
+        row_count_check(gate, CATEGORIES, len(hss_cats), "category"),
+        *severity,
+        *category_checks(gate, hss_cats, category_sizes),
     ]
 
 

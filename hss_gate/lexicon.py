@@ -45,6 +45,7 @@ class WordNet:
         self._members: dict[tuple[str, int], list[str]] = {}
         self._similar: dict[tuple[str, int], list[int]] = defaultdict(list)
         self._antonyms: set[tuple[str, str]] = set()
+        self._antonyms_of: dict[tuple[str, str], set[str]] = defaultdict(set)
         self._exceptions: dict[tuple[str, str], list[str]] = defaultdict(list)
         for pos, name in POS_FILES.items():
             self._read(directory / f"data.{name}", pos)
@@ -82,6 +83,8 @@ class WordNet:
                 a, b = source_words[src - 1], target_words[tgt - 1]
                 self._antonyms.add((a, b))
                 self._antonyms.add((b, a))
+                self._antonyms_of[(a, pos)].add(b)
+                self._antonyms_of[(b, pos)].add(a)
 
     def synonyms(self, lemma: str, pos: str, max_senses: int = 3) -> set[str]:
         """Words sharing one of the lemma's first `max_senses` synsets (adjectives: +similar)."""
@@ -96,6 +99,10 @@ class WordNet:
     def is_antonym(self, a: str, b: str) -> bool:
         """True when WordNet lists the two lemmas as antonyms."""
         return (a.lower(), b.lower()) in self._antonyms
+
+    def antonyms(self, lemma: str, pos: str) -> set[str]:
+        """The lemmas WordNet lists as antonyms of `lemma` in part of speech `pos`."""
+        return set(self._antonyms_of.get((lemma.lower(), pos), ()))
 
     def base_forms(self, word: str, pos: str) -> list[str]:
         """Lemmas WordNet would give an inflected word (morphy: exceptions, then suffix rules)."""

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import bisect
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -40,6 +42,15 @@ from hss_gate.summarizers.gguf import (
     resolve_gguf_model,
     start_server,
 )
+
+_COUNTING = threading.Lock()  # HfLikelihood.tokens_computed, added to by parallel workers
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 class LikelihoodModel(Protocol):
@@ -82,6 +93,15 @@ class HfLikelihood:
     rounding; tested). Without a useful shared prefix, or for seq2seq models, documents are
     scored in batches of settings.batch_size. `dtype="bfloat16"` halves the cost on CPUs with
     bf16 instructions at ~1 nat of rounding in a 200-token summary's log-likelihood.
+
+    `workers` > 1 (0: one per core this process may use) scores the documents of one call that
+    many at a time, each forward pass on one torch thread (torch's intra-op threads are set to
+    1 meanwhile): first the prompts that become anchors, then the ones reusing them, with exactly
+    the anchors and shared prefixes that one-by-one scoring picks (`reuse_plan`). Torch's own
+    way, one forward pass on every core, runs its threads in lockstep: when another process
+    holds a core, each parallel region waits for the descheduled thread, and a SmolLM2
+    evaluation took 5.3 s instead of 0.4 s beside a training job (BENCHMARKS.md, "Word-level
+    attribution under load"). Independent one-thread passes take the cores as they come.
     """
 
     def __init__(
@@ -92,6 +112,7 @@ class HfLikelihood:
         *,
         dtype: str = "float32",
         prefix_anchors: int = 4,
+        workers: int = 1,
     ) -> None:
         if summarizer is None:
             from hss_gate.summarizers.hf import HfSummarizer
@@ -101,6 +122,7 @@ class HfLikelihood:
         self.settings = summarizer.settings
         self.dtype = dtype
         self.prefix_anchors = prefix_anchors
+        self.workers = workers or usable_cores()
         self._anchors: list[tuple[list[int], Any]] = []  # (prompt ids, per-layer key/values)
         self._anchor_target: list[int] | None = None  # the summary the anchors were scored with
         suffix = "" if dtype == "float32" else f":{dtype}"
@@ -131,6 +153,10 @@ class HfLikelihood:
         if self._summarizer.is_seq2seq:
             return list(tok(text_target=summary)["input_ids"])
         return list(tok(summary, add_special_tokens=False)["input_ids"])
+
+    def summary_token_count(self, summary: str) -> int:
+        """The summary's tokens, the ones every evaluation scores (hss bench records it)."""
+        return len(self._summary_ids(summary))
 
     def _prompt_ids(self, documents: Sequence[str]) -> list[list[int]]:
         """Token ids of each prompt, built and cut exactly as HfSummarizer.summarize does."""
@@ -188,6 +214,14 @@ class HfLikelihood:
             return out
         if target != self._anchor_target:
             self._anchors, self._anchor_target = [], target
+        if self.prefix_anchors and self.workers > 1 and not self._summarizer.is_seq2seq:
+            logp = self._reused_in_parallel(model, self._prompt_ids(documents), target)
+            if groups is None:
+                out[:, 0] = logp[:, counted].sum(axis=1)
+            else:
+                out[:] = np.asarray(logp, dtype=np.float64) @ onehot
+            self.evaluations += len(documents)
+            return out
         size = self.settings.batch_size
         for start in range(0, len(documents), size):
             batch = list(documents[start : start + size])
@@ -211,30 +245,76 @@ class HfLikelihood:
     def _reused_logprobs(self, model: Any, prompt: list[int], target: list[int]) -> Any:
         """Log-probabilities of the summary tokens after one prompt, computing only the
         tokens past its longest shared prefix with a kept prompt (whose cache is reused)."""
+        plan = reuse_plan([ids for ids, _ in self._anchors], [prompt], self.prefix_anchors)
+        source, shared = plan.steps[0]
+        anchor = None if source is None else self._anchors[source][1]
+        logp, layers = self._forward_after(model, prompt, target, shared, anchor)
+        if source is None:
+            self._anchors = [(prompt, layers), *self._anchors][: self.prefix_anchors]
+        return logp
+
+    def _forward_after(
+        self, model: Any, prompt: list[int], target: list[int], shared: int, anchor: Any
+    ) -> tuple[Any, Any]:
+        """The summary tokens' log-probabilities after `prompt`, its first `shared` tokens
+        taken from `anchor`'s key/value cache (None: the whole prompt computed), and the
+        per-layer key/values of this prompt when it was computed whole (else None)."""
         import torch
         from transformers import DynamicCache
 
-        shared, anchor = 0, None
-        for ids, layers in self._anchors:
-            common = _common_prefix(ids, prompt)
-            if common > shared:
-                shared, anchor = common, layers
-        shared = min(shared, len(prompt) - 1)  # the last prompt token predicts the summary
-        if anchor is None or shared < len(prompt) // 4:  # nothing worth reusing: a new anchor
-            shared, anchor = 0, None
         n = len(target)
         ids = torch.tensor([prompt[shared:] + target])
         cache = DynamicCache(
             [(k[:, :, :shared], v[:, :, :shared]) for k, v in anchor] if anchor else None
         )
         out = model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=n + 1)
-        self.tokens_computed += ids.shape[1]
+        with _COUNTING:  # workers add at once
+            self.tokens_computed += ids.shape[1]
+        layers = None
         if anchor is None:
             layers = [(layer.keys, layer.values) for layer in cache.layers]  # filled in place
-            self._anchors = [(prompt, layers), *self._anchors][: self.prefix_anchors]
         logp = torch.log_softmax(out.logits[:, -(n + 1) : -1, :].float(), dim=-1)
         labels = torch.tensor([target], dtype=torch.long)
-        return logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)[0].numpy().astype(np.float64)
+        logp = logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)[0].numpy()
+        return logp.astype(np.float64), layers
+
+    def _reused_in_parallel(self, model: Any, prompts: list[list[int]], target: list[int]) -> Any:
+        """`_reused_logprobs` of every prompt, `workers` one-thread forward passes at a time:
+        the new anchors first, then the prompts reusing them (the same plan, hence the same
+        computation, as one by one). Returns an array (len(prompts), len(target))."""
+        import torch
+
+        kept = list(self._anchors)
+        plan = reuse_plan([ids for ids, _ in kept], prompts, self.prefix_anchors)
+        logps: list[Any] = [None] * len(prompts)
+        layers: dict[int, Any] = {}
+
+        def run(i: int) -> None:
+            source, shared = plan.steps[i]
+            if source is None:
+                anchor = None
+            elif source < len(kept):
+                anchor = kept[source][1]
+            else:
+                anchor = layers[plan.new[source - len(kept)]]
+            with torch.no_grad():  # grad mode is per thread: each worker sets its own
+                logps[i], computed = self._forward_after(model, prompts[i], target, shared, anchor)
+            if computed is not None:
+                layers[i] = computed
+
+        anchors = [i for i, (source, _) in enumerate(plan.steps) if source is None]
+        reusing = [i for i, (source, _) in enumerate(plan.steps) if source is not None]
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with ThreadPoolExecutor(self.workers) as pool:
+                for wave in (anchors, reusing):
+                    list(pool.map(run, wave))  # re-raises a worker's error
+        finally:
+            torch.set_num_threads(threads)
+        sources = kept + [(prompts[i], layers[i]) for i in plan.new]
+        self._anchors = [sources[k] for k in plan.final]
+        return np.stack(logps)
 
     def _pad_id(self) -> int:
         _, tok = self._parts()
@@ -348,6 +428,48 @@ class HfLikelihood:
         return scores
 
 
+@dataclass
+class ReusePlan:
+    """Which cache each prompt of a call starts from, as one-by-one scoring picks it.
+
+    Sources are indices into the kept anchors followed by this call's new anchors (`new`: the
+    prompt index of each, in order). `steps[i]` is (source, shared tokens), or (None, 0) for a
+    prompt computed whole (it becomes a new anchor); `final` lists the sources kept after the
+    call, newest first."""
+
+    steps: list[tuple[int | None, int]]
+    new: list[int]
+    final: list[int]
+
+
+def reuse_plan(
+    kept: Sequence[Sequence[int]], prompts: Sequence[Sequence[int]], limit: int
+) -> ReusePlan:
+    """The prefix reuse of `prompts` scored in order after the `kept` anchor prompts (newest
+    first, at most `limit` kept): each reuses the anchor with the longest common prefix (the
+    first of equals) when it covers at least a quarter of the prompt, short of its last token
+    (which predicts the summary); otherwise it is computed whole and kept as the newest anchor."""
+    order = list(range(len(kept)))  # sources, newest first
+    ids: list[Sequence[int]] = list(kept)
+    steps: list[tuple[int | None, int]] = []
+    new: list[int] = []
+    for i, prompt in enumerate(prompts):
+        shared, source = 0, None
+        for k in order:
+            common = _common_prefix(ids[k], prompt)
+            if common > shared:
+                shared, source = common, k
+        shared = min(shared, len(prompt) - 1)
+        if source is None or shared < len(prompt) // 4:  # nothing worth reusing: a new anchor
+            steps.append((None, 0))
+            new.append(i)
+            ids.append(prompt)
+            order = [len(ids) - 1, *order][:limit]
+        else:
+            steps.append((source, shared))
+    return ReusePlan(steps, new, order)
+
+
 def segment_starts(summary: str, segments: Sequence[str]) -> list[int]:
     """Character offset in `summary` where each segment starts; segments are consecutive
     pieces of it whose words are the summary's words in order (whitespace may differ)."""
@@ -366,10 +488,15 @@ def segment_starts(summary: str, segments: Sequence[str]) -> list[int]:
 
 
 def gguf_transformers_scorer(
-    name_or_path: str, settings: GenerateSettings, models_dir: str, dtype: str = "float32"
+    name_or_path: str,
+    settings: GenerateSettings,
+    models_dir: str,
+    dtype: str = "float32",
+    workers: int = 1,
 ) -> HfLikelihood:
     """Teacher forcing of a verified GGUF file with transformers (weights dequantized), with
-    the prompt its GgufSummarizer uses (chat template, or the completion prompt of base models)."""
+    the prompt its GgufSummarizer uses (chat template, or the completion prompt of base models);
+    `workers`: HfLikelihood's forward passes at once."""
     from hss_gate.summarizers.hf import HfSummarizer
 
     path, digest, style = resolve_gguf_model(name_or_path, models_dir)
@@ -380,7 +507,7 @@ def gguf_transformers_scorer(
         completion_template=COMPLETION_PROMPT if style == "completion" else None,
         fingerprint=f"gguf:{digest[:16]}:transformers:{style}",
     )
-    return HfLikelihood(str(path), settings, summarizer, dtype=dtype)
+    return HfLikelihood(str(path), settings, summarizer, dtype=dtype, workers=workers)
 
 
 # --------------------------------------------------------------------------- gguf
@@ -520,17 +647,19 @@ def likelihood_scorer(
     models_dir: str,
     backend: str = "llama.cpp",
     dtype: str = "float32",
+    workers: int = 1,
 ) -> LikelihoodModel:
     """The teacher-forced scorer of a summarizer's model URI (gguf: through llama.cpp or
     transformers, hf:), with the prompt settings it generates with; ModelError for a model
-    without token probabilities (stored summaries, openai:, extractive)."""
+    without token probabilities (stored summaries, openai:, extractive). `workers`: forward
+    passes at once on the transformers backend (HfLikelihood; llama.cpp's scorer ignores it)."""
     scheme, _, target = uri.partition(":")
     if scheme == "gguf" and target and backend == "transformers":
-        return gguf_transformers_scorer(target, settings, models_dir, dtype=dtype)
+        return gguf_transformers_scorer(target, settings, models_dir, dtype=dtype, workers=workers)
     if scheme == "gguf" and target:
         return GgufLikelihood(target, settings, models_dir)
     if scheme == "hf" and target:
-        return HfLikelihood(target, settings, dtype=dtype)
+        return HfLikelihood(target, settings, dtype=dtype, workers=workers)
     raise ModelError(
         f"no teacher-forced likelihood for '{scheme}:' models: attribution needs a gguf: or hf: "
         "model (stored summaries, extractive and openai: summarizers expose no token "

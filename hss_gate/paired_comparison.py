@@ -6,7 +6,7 @@ rule that reads it is hss_gate.decision_rule."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,12 +55,19 @@ def compare(
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    hss_documents: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Paired means, differences and bootstrap CIs of every compared signal, and by category.
-    When either side did not measure HSS (`hss_measured` false), the HSS signals, the
-    categories' HSS and the candidate's HSS CI are left out: "not measured", never NaN or 0."""
+    `hss_documents` (facts first, gate.hss_documents): the doc_ids HSS was measured on; the
+    signals measured from the perturbed summaries, the categories' HSS and the candidate's HSS
+    CI rest on those documents alone (their number is in `hss_documents`), the other signals
+    on every document. When either side did not measure HSS on them (`hss_measured` false),
+    the HSS signals, the categories' HSS and the candidate's HSS CI are left out: "not
+    measured", never NaN or 0."""
     pairs = paired_rows(candidate, production)
-    measured = hss_measured(candidate, production)
+    subset = None if hss_documents is None else set(hss_documents)
+    hss_pairs = pairs if subset is None else [(c, p) for c, p in pairs if c["doc_id"] in subset]
+    measured = bool(hss_pairs) and hss_measured(*map(list, zip(*hss_pairs, strict=True)))
     signals: dict[str, Any] = {}
     for signal in paired():
         column = signal.column
@@ -68,32 +75,61 @@ def compare(
             continue
         if signal.needs_hss and not measured:
             continue
-        a = [float(c[column]) for c, _ in pairs]
-        b = [float(p[column]) for _, p in pairs]
-        if signal.ci == "student-t":  # calibrated at small n: tests/unit/test_sequential.py
-            diff, low, high = paired_t_ci(a, b, level=confidence)
-        else:
-            diff, low, high = paired_bootstrap_ci(
-                a, b, resamples=resamples, level=confidence, seed=seed
-            )
-        signals[column] = {
-            "label": signal.label,
-            "candidate": float(np.mean(a)),
-            "production": float(np.mean(b)),
-            "difference": diff,
-            "ci_low": low,
-            "ci_high": high,
-        }
+        signals[column] = _paired_signal(
+            signal, hss_pairs if signal.needs_hss else pairs, resamples, confidence, seed
+        )
+        if signal.needs_hss and subset is not None:
+            signals[column]["documents"] = len(hss_pairs)
+    out: dict[str, Any] = {"documents": len(pairs), "confidence": confidence, "signals": signals}
+    if subset is not None:
+        out["hss_documents"] = len(hss_pairs)
     if not measured:
-        return {
-            "documents": len(pairs),
-            "confidence": confidence,
-            "signals": signals,
+        return out | {
             "categories": [],
             "candidate_hss_ci": None,
             "hss_measured": False,
             "hss_not_measured": NOT_MEASURED_TEXT,
         }
+    hss = [float(c["hss"]) for c, _ in hss_pairs]
+    low, high = bootstrap_ci(hss, resamples=resamples, level=confidence, seed=seed)
+    return out | {
+        "categories": _categories(hss_pairs),
+        "candidate_hss_ci": [low, high],
+        "hss_measured": True,
+    }
+
+
+def _paired_signal(
+    signal: Any,
+    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, Any]:
+    """One signal's means on both sides, their paired difference and its CI."""
+    column = signal.column
+    a = [float(c[column]) for c, _ in pairs]
+    b = [float(p[column]) for _, p in pairs]
+    if signal.ci == "student-t":  # calibrated at small n: tests/unit/test_sequential.py
+        diff, low, high = paired_t_ci(a, b, level=confidence)
+    else:
+        diff, low, high = paired_bootstrap_ci(
+            a, b, resamples=resamples, level=confidence, seed=seed
+        )
+    return {
+        "label": signal.label,
+        "candidate": float(np.mean(a)),
+        "production": float(np.mean(b)),
+        "difference": diff,
+        "ci_low": low,
+        "ci_high": high,
+    }
+
+
+def _categories(
+    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+) -> list[dict[str, Any]]:
+    """HSS by category: both sides' means, the change and the documents it rests on."""
     categories = []
     for category in sorted({c["category"] for c, _ in pairs}):
         members = [(c, p) for c, p in pairs if c["category"] == category]
@@ -108,13 +144,4 @@ def compare(
                 "n": len(members),
             }
         )
-    hss = [float(c["hss"]) for c, _ in pairs]
-    low, high = bootstrap_ci(hss, resamples=resamples, level=confidence, seed=seed)
-    return {
-        "documents": len(pairs),
-        "confidence": confidence,
-        "signals": signals,
-        "categories": categories,
-        "candidate_hss_ci": [low, high],
-        "hss_measured": True,
-    }
+    return categories

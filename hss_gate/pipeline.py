@@ -207,12 +207,20 @@ def score_documents(
     cache: Cache,
     normalization: Normalization | None,
     progress: Progress = no_progress,
+    hss_documents: Collection[str] | None = None,
 ) -> ScoreResult:
-    """Score every document; without normalization only distances are reported (baseline)."""
+    """Score every document; without normalization only distances are reported (baseline).
+    `hss_documents`: the doc_ids whose HSS is measured (None: every document); the others
+    are neither perturbed nor summarized beyond their original (facts first: HSS NaN)."""
     max_words = settings.generate.max_input_words
     warnings = _long_input_warnings(docs, max_words)
     unmeasured = hss_unmeasurable(docs, summarizer)
     warnings += _not_measured_warnings(docs, unmeasured)
+    wanted = None if hss_documents is None else set(hss_documents)
+    facts_only = (
+        set() if wanted is None else {d.doc_id for d in docs if d.doc_id not in wanted}
+    ) - unmeasured
+    unmeasured |= facts_only
     perturbations, summaries = _perturb_and_summarize(
         docs, summarizer, settings, tools, cache, progress, unmeasured
     )
@@ -239,12 +247,18 @@ def score_documents(
         summary_rows += score_rows.summary_rows(group, measures, source)
     warnings.extend(_degenerate_input_warnings(docs, perturbations, summary_rows, unmeasured))
     aggregates = aggregate(doc_rows, pert_rows, settings, rules.variant)
+    if facts_only and aggregates.get("hss_not_measured") and len(unmeasured) == len(facts_only):
+        aggregates["hss_not_measured"] = FACTS_FIRST
     return ScoreResult(doc_rows, pert_rows, edit_rows, summary_rows, aggregates, warnings)
 
 
 NOT_MEASURED = (
     "HSS not measured: the summaries file has no perturbed summaries (export them with "
     "`hss perturb`)"
+)
+FACTS_FIRST = (
+    "HSS measured on a subset of the documents only (gate.hss_documents): the others were "
+    "summarized from their originals alone, facts first"
 )
 
 
@@ -343,33 +357,34 @@ def _perturb_and_summarize(
 ) -> tuple[dict[str, list[Perturbation]], list[str]]:
     """Perturbations of every document (none for the `unmeasured` ones: not searched) and the
     summaries of each original followed by its perturbed versions. A summarizer with
-    `summarize_one` generates in the background while the perturbations are searched (the
-    originals first)."""
-    if unmeasured:
-        to_perturb = [d for d in docs if d.doc_id not in unmeasured]
+    `summarize_one` generates in the background while the perturbations are searched (every
+    original first)."""
+    to_perturb = [d for d in docs if d.doc_id not in unmeasured]
+
+    def perturbed(
+        on_document: Callable[[list[Perturbation]], None] = lambda made: None,
+    ) -> dict[str, list[Perturbation]]:
         made = (
-            make_perturbations(to_perturb, settings, tools, cache, progress) if to_perturb else {}
+            make_perturbations(to_perturb, settings, tools, cache, progress, on_document)
+            if to_perturb
+            else {}
         )
-        perturbations = {d.doc_id: made.get(d.doc_id, []) for d in docs}
-        texts = [t for d in docs for t in (d.text, *(p.text for p in perturbations[d.doc_id]))]
-        return perturbations, summarize_cached(texts, summarizer, cache, progress)
+        return {d.doc_id: made.get(d.doc_id, []) for d in docs}
 
     def texts_of(perturbations: dict[str, list[Perturbation]]) -> list[str]:
         return [t for d in docs for t in (d.text, *(p.text for p in perturbations[d.doc_id]))]
 
     if not hasattr(summarizer, "summarize_one"):
-        perturbations = make_perturbations(docs, settings, tools, cache, progress)
+        perturbations = perturbed()
         return perturbations, summarize_cached(texts_of(perturbations), summarizer, cache, progress)
-    per_document = 1 + len(settings.perturb.strengths) * settings.perturb.k
-    advance = progress("summarize", len(docs) * per_document, 0)
+    versions = len(settings.perturb.strengths) * settings.perturb.k
+    advance = progress("summarize", len(docs) + len(to_perturb) * versions, 0)
     with (
         torch_threads(_cores_left(summarizer)),
         BackgroundSummaries(summarizer, cache, advance) as jobs,
     ):
         jobs.submit(d.text for d in docs)
-        perturbations = make_perturbations(
-            docs, settings, tools, cache, progress, lambda made: jobs.submit(p.text for p in made)
-        )
+        perturbations = perturbed(lambda made: jobs.submit(p.text for p in made))
         return perturbations, jobs.results(texts_of(perturbations))
 
 
@@ -427,12 +442,16 @@ def merge_results(parts: Sequence[ScoreResult], settings: HssSettings) -> ScoreR
     variant = settings.score.variant
     docs = [row for part in parts for row in part.documents]
     perts = [row for part in parts for row in part.perturbations]
+    aggregates = aggregate(docs, perts, settings, variant)
+    whys = [p.aggregates.get("hss_not_measured") for p in parts]
+    if aggregates.get("hss_not_measured") and NOT_MEASURED not in whys and FACTS_FIRST in whys:
+        aggregates["hss_not_measured"] = FACTS_FIRST  # the parts' own reason
     return ScoreResult(
         docs,
         perts,
         [row for part in parts for row in part.edits],
         [row for part in parts for row in part.summaries],
-        aggregate(docs, perts, settings, variant),
+        aggregates,
         [w for part in parts for w in part.warnings],
     )
 

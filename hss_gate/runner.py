@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from hss_gate import __version__
@@ -25,8 +25,10 @@ def score_model(
     *,
     tools: Toolkit | None = None,
     progress: Progress = no_progress,
+    hss_documents: Collection[str] | None = None,
 ) -> tuple[ScoreResult, dict[str, Any]]:
-    """Score the model a URI names on the documents; return the result and its run metadata."""
+    """Score the model a URI names on the documents; return the result and its run metadata.
+    `hss_documents`: the doc_ids whose HSS is measured (None: all; the others facts only)."""
     from hss_gate.summarizers import load_summarizer
     from hss_gate.toolkit import real_toolkit
 
@@ -38,7 +40,9 @@ def score_model(
     started = time.perf_counter()
     cached_before = cache.count("summaries")
     try:
-        result = score_documents(docs, summarizer, settings, tools, cache, normalization, progress)
+        result = score_documents(
+            docs, summarizer, settings, tools, cache, normalization, progress, hss_documents
+        )
         generated = cache.count("summaries") - cached_before
     finally:
         cache.close()
@@ -49,6 +53,7 @@ def score_model(
         "checker": tools.checker.fingerprint,
         "perturb_fingerprint": tools.perturb_fingerprint,
         "documents": len(docs),
+        **({} if hss_documents is None else {"hss_documents": len(set(hss_documents))}),
         "summaries_generated": generated,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "wall_time_s": round(time.perf_counter() - started, 1),
@@ -99,7 +104,14 @@ class LocalRunner:
         settings: HssSettings,
         normalization: Normalization | None,
         progress: Progress = no_progress,
+        hss_documents: Collection[str] | None = None,
     ) -> tuple[ScoreResult, dict[str, Any]]:
         return score_model(
-            uri, docs, settings, normalization, tools=self.toolkit(settings), progress=progress
+            uri,
+            docs,
+            settings,
+            normalization,
+            tools=self.toolkit(settings),
+            progress=progress,
+            hss_documents=hss_documents,
         )

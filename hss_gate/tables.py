@@ -412,6 +412,15 @@ SERVED_COLUMNS: tuple[Column, ...] = (
 row a sample, its summary's signals against its document."""
 
 
+def flag_columns(chosen: Iterable[str]) -> tuple[str, ...]:
+    """Of the `chosen` columns, those declared 0/1 flags (dtype bool) in a table here, in the
+    order chosen: the drift report tests them as proportions, every other numeric column as a
+    distribution (a column not declared, such as a frame's per-band mean distances, is none)."""
+    declared = (*(c for columns in TABLES.values() for c in columns), *SERVED_COLUMNS)
+    flags = {c.name for c in declared if c.dtype == "bool"}
+    return tuple(name for name in chosen if name in flags)
+
+
 # ---------------------------------------------------------------------------------------------
 # The columns the checks require (hss_gate/expectations.py), in the order they are checked
 # ---------------------------------------------------------------------------------------------

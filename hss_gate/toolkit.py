@@ -79,6 +79,9 @@ class LazyLexicon:
     def base_forms(self, word: str, pos: str) -> list[str]:
         return self._wordnet.base_forms(word, pos)
 
+    def antonyms(self, lemma: str, pos: str) -> set[str]:
+        return self._wordnet.antonyms(lemma, pos)
+
 
 class LazyChecker:
     """The consistency checker, loaded on first use."""
@@ -92,7 +95,8 @@ class LazyChecker:
         from hss_gate.consistency.checker import load_checker
         from hss_gate.consistency.model import cached_encoder
 
-        encode = cached_encoder(self.embedder, Cache(self.cache_dir))
+        cache = Cache(self.cache_dir)
+        encode = cached_encoder(self.embedder, cache)
         s = self.settings
         return load_checker(
             s.model,
@@ -101,6 +105,7 @@ class LazyChecker:
             encode,
             self.embedder.fingerprint,
             **s.entail_options(),
+            cache=cache,  # a judge's answers (judge:)
         )
 
     @property

@@ -13,6 +13,8 @@
 - entail_checker.py: the `entail` checker's sentence matrix (source chunks SBERT picks, each
   cross-encoded with the summary sentence), the adapter's sha256 check and lazy load;
 - entail_release.py: the shipped adapter's path, pinned sha256 and threshold;
+- judge.py: the `judge:` checker, an LLM behind an OpenAI-compatible endpoint asked about each
+  claim against the same evidence (P(yes) from log-probabilities), its answers cached;
 - novelty.py: word-level novelty of a summary against its source (stems, numbers, rarity);
 - invented.py: the `invented` checker over those signals (weights: invented_weights.json);
 - lm_contrast.py: per-token likelihood contrast with / without the source (measured, not used).

@@ -122,25 +122,43 @@ def load_checker(
     embedder: str,
     *,
     adapter: str | None = None,
-    top_k: int | None = None,
-    chunk_words: int | None = None,
-    aggregate: str = "mean",
+    aggregate: str = "softmin",
+    evidence_top: int = 3,
+    evidence_neighbours: int = 1,
+    cache: Any = None,
 ) -> Checker:
     """The checker decisions use (settings `consistency`):
 
-    - `sbert` (default): SummaC-ZS over SBERT sentence cosines (all-MiniLM-L6-v2, uncased): no
-      trained weights; chosen by its worst and mean AUC over the labelled sets (FACTUALITY.md);
+    - `sbert`: SummaC-ZS over SBERT sentence cosines (all-MiniLM-L6-v2, uncased): no trained
+      weights;
     - `factcc`: SummaC-ZS over the FactCC-style classifier (weights trained on the reference
-      corpus: `hss factuality --train`), the earlier default;
+      corpus: `hss factuality --train`);
     - `invented`, `invented-sbert`: the lexical checker of invented content (novel content-word
       bigrams, worst sentence; the second adds SBERT), docs/CHECKER_DEV.md: better than `sbert`
       on every development set left out, not (yet) better at system level;
-    - `entail`: a trained entailment cross-encoder (LoRA adapter on all-MiniLM-L6-v2: the
-      shipped, sha256-pinned file or `adapter`) over the `top_k` source chunks of at most
-      `chunk_words` words SBERT finds closest to each summary sentence; `aggregate` (mean or
-      min) over sentences (consistency/entail_checker.py).
+    - `entail` (default): a trained entailment cross-encoder (LoRA adapter on
+      all-MiniLM-L6-v2: the shipped, sha256-pinned file or `adapter`) reads each summary
+      sentence against its evidence, the `evidence_top` source sentences SBERT finds closest
+      to it and `evidence_neighbours` around each; `aggregate` (softmin, min or mean) over
+      sentences (consistency/entail_checker.py);
+    - `judge:openai:<base url>`: an LLM behind an OpenAI-compatible endpoint reads each claim
+      against the same evidence and answers yes or no (P(yes) from its log-probabilities),
+      the answers kept in `cache` (consistency/judge.py); never the default.
     """
     from hss_gate.errors import InputError, ModelError
+
+    if model.startswith("judge:"):
+        from hss_gate.consistency.entail_checker import AGGREGATES as ENTAIL_AGGREGATES
+        from hss_gate.consistency.judge import load_judge_checker
+
+        if aggregate not in ENTAIL_AGGREGATES:
+            raise InputError(
+                f"consistency.aggregate: unknown '{aggregate}'; choose from "
+                f"{', '.join(ENTAIL_AGGREGATES)}"
+            )
+        return load_judge_checker(
+            model, encode, embedder, threshold, aggregate, evidence_top, evidence_neighbours, cache
+        )
 
     if model == "sbert":
         chosen = SBERT_THRESHOLD if threshold is None else threshold
@@ -154,27 +172,22 @@ def load_checker(
         sbert = load_checker("sbert", weights_dir, None, encode, embedder)
         return load_invented_checker(SBERT_WEIGHTS_PATH, threshold, sbert=sbert)
     if model == "entail":
-        from hss_gate.consistency.entail_checker import (
-            DEFAULT_CHUNK_WORDS,
-            DEFAULT_TOP_K,
-            entail_fingerprint,
-            load_entail_matrix,
-        )
-        from hss_gate.consistency.entail_release import ENTAIL_THRESHOLD
+        from hss_gate.consistency.entail_checker import AGGREGATES as ENTAIL_AGGREGATES
+        from hss_gate.consistency.entail_checker import load_entail_checker
 
-        if aggregate not in AGGREGATES:
+        if aggregate not in ENTAIL_AGGREGATES:
             raise InputError(
-                f"consistency.aggregate: unknown '{aggregate}'; choose from {', '.join(AGGREGATES)}"
+                f"consistency.aggregate: unknown '{aggregate}'; choose from "
+                f"{', '.join(ENTAIL_AGGREGATES)}"
             )
-        k, words = top_k or DEFAULT_TOP_K, chunk_words or DEFAULT_CHUNK_WORDS
-        entail = load_entail_matrix(encode, adapter, k, words)
-        chosen = ENTAIL_THRESHOLD if threshold is None else threshold
-        fingerprint = entail_fingerprint(
-            entail.adapter_sha256, embedder, k, words, aggregate, chosen
+        return load_entail_checker(
+            encode, embedder, threshold, adapter, aggregate, evidence_top, evidence_neighbours
         )
-        return MatrixChecker(entail, entail.passages, fingerprint, chosen, aggregate=aggregate)
     if model != "factcc":
-        raise InputError(f"consistency.model: unknown '{model}'; choose from {', '.join(CHECKERS)}")
+        raise InputError(
+            f"consistency.model: unknown '{model}'; choose from {', '.join(CHECKERS)} or "
+            "judge:openai:<base url>"
+        )
     from hss_gate.consistency.model import FactccModel, load_factcc_weights, weights_path
 
     if not weights_path(weights_dir).exists():

@@ -1,14 +1,14 @@
-"""The `entail` checker's sentence matrix: a trained entailment cross-encoder reads each summary
-sentence against the source passages SBERT finds closest to it.
+"""The `entail` checker: a trained entailment cross-encoder reads each claim of a summary (each
+of its sentences) against the claim's evidence, the source sentences that could support it.
 
-The source is split into sentences (`hss_gate.sentences.split_sentences`) and consecutive
-sentences are grouped into non-overlapping chunks of at most `chunk_words` words (a longer
-sentence is a chunk of its own). For each summary sentence the `top_k` chunks holding the
-source sentence most similar to it (SBERT cosine) are cross-encoded, P(chunk supports sentence)
-(`entailment.EntailmentModel`; a pair longer than the encoder's window loses the premise's
-tail first, the hypothesis is kept); the other cells of the matrix are 0. `checker.load_checker`
-turns the matrix into verdicts (`MatrixChecker`: each sentence's best chunk, then the mean or the
-minimum over sentences).
+The source is split into sentences (`hss_gate.sentences.split_sentences`). For each summary
+sentence, the `top` source sentences most similar to it (SBERT cosine) and `neighbours` on each
+side of each are joined in document order into one premise that fits the encoder's window beside
+the sentence (`evidence.choose_evidence`); the cross-encoder gives P(premise supports sentence)
+(`entailment.EntailmentModel`). The summary's consistency aggregates its sentences' scores
+(`aggregate`: mean, min, or softmin, a soft minimum in which one unsupported sentence shows);
+a sentence below `sentence_threshold` is listed as unsupported beside its evidence. A summary
+with no sentence of words claims nothing (consistency 1.0; the form checks see it).
 
 The adapter is the shipped `entail_adapter.safetensors`, verified against the sha256 pinned in
 `entail_release.py` before it is loaded, or a file of the user's (`consistency.adapter`), whose
@@ -17,127 +17,171 @@ digest goes into the fingerprint. Torch loads on the first pair scored, never at
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from hss_gate.consistency.evidence import DEFAULT_NEIGHBOURS, DEFAULT_TOP, choose_evidence
 from hss_gate.consistency.model import Encode, VectorCache
+from hss_gate.consistency.novelty import with_words
+from hss_gate.consistency.verdict import Unsupported, Verdict
 from hss_gate.errors import ModelError
 from hss_gate.sentences import SPLITTER_VERSION, split_sentences
 
 if TYPE_CHECKING:
     from hss_gate.consistency.entailment import EntailmentModel
 
-PairScores = Callable[[Sequence[str], Sequence[str]], np.ndarray]
-"""(premises, hypotheses) -> P(supported) of each aligned pair, in [0, 1]."""
 
-DEFAULT_TOP_K = 2
-DEFAULT_CHUNK_WORDS = 120
-BASE_MODEL = "all-minilm-l6-v2"
+class PairModel(Protocol):
+    """The cross-encoder as the checker uses it."""
 
+    def __call__(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        """P(supported) of each aligned (premise, hypothesis) pair, in [0, 1]."""
+        ...
 
-@dataclass(frozen=True)
-class SourceChunks:
-    """A source's sentences and the chunks they are grouped into."""
-
-    sentences: tuple[str, ...]
-    spans: tuple[tuple[int, int], ...]  # each chunk's [start, end) in `sentences`
+    def count_tokens(self, text: str) -> int:
+        """Word pieces of `text` under the encoder's tokenizer."""
+        ...
 
     @property
-    def texts(self) -> list[str]:
-        """Each chunk's text: its sentences joined by a space."""
-        return [" ".join(self.sentences[a:b]) for a, b in self.spans]
+    def max_length(self) -> int:
+        """The encoder's window in word pieces (premise and hypothesis together)."""
+        ...
 
 
-def chunk_source(source: str, chunk_words: int) -> SourceChunks:
-    """Consecutive sentences in non-overlapping chunks of at most `chunk_words` words (by
-    whitespace); a sentence longer than that is a chunk of its own."""
-    sentences = split_sentences(source)
-    spans: list[tuple[int, int]] = []
-    words = 0
-    for i, sentence in enumerate(sentences):
-        n = len(sentence.split())
-        if not spans or words + n > chunk_words:
-            spans.append((i, i))
-            words = 0
-        spans[-1] = (spans[-1][0], i + 1)
-        words += n
-    return SourceChunks(tuple(sentences), tuple(spans))
+BASE_MODEL = "all-minilm-l6-v2"
+EVIDENCE_VERSION = "ev1"
+"""Goes into the fingerprint: bump it when the evidence a claim is read against changes."""
+AGGREGATES = ("mean", "min", "softmin")
+SOFTMIN_TEMPERATURE = 0.1
+
+
+def aggregate_scores(scores: Sequence[float], how: str) -> float:
+    """The summary's consistency from its sentences' scores: their mean, their minimum, or a
+    soft minimum (the mean weighted by softmax(-score / 0.1): near the minimum when one sentence
+    is far below the rest, near the mean when they are close)."""
+    values = np.asarray(scores, dtype=float)
+    if values.size == 0:
+        return 1.0
+    if how == "mean":
+        return float(values.mean())
+    if how == "min":
+        return float(values.min())
+    if how == "softmin":
+        weights = np.exp(-(values - values.min()) / SOFTMIN_TEMPERATURE)
+        return float((weights * values).sum() / weights.sum())
+    raise ValueError(f"aggregate: unknown '{how}'; choose from {', '.join(AGGREGATES)}")
+
+
+def claims_of(summary: str) -> list[str]:
+    """The summary's sentences that hold a word or a number: the claims it makes."""
+    return [s for s in split_sentences(summary) if any(c.isalnum() for c in s)]
 
 
 def entail_fingerprint(
     adapter_sha256: str,
     embedder: str,
-    top_k: int,
-    chunk_words: int,
+    top: int,
+    neighbours: int,
     aggregate: str,
     threshold: float,
 ) -> str:
-    """What the checker's verdicts depend on: adapter, SBERT, splitter, retrieval, aggregation."""
+    """What the checker's verdicts depend on: adapter, SBERT, splitter, evidence, aggregation."""
     return (
-        f"entail:{adapter_sha256[:12]}:{embedder}:{SPLITTER_VERSION}:k{top_k}:w{chunk_words}:"
-        f"{aggregate}:t{threshold:g}"
+        f"entail:{adapter_sha256[:12]}:{embedder}:{SPLITTER_VERSION}:{EVIDENCE_VERSION}:"
+        f"t{top}n{neighbours}:{aggregate}:t{threshold:g}"
     )
 
 
-class EntailMatrix:
-    """The `SentenceMatrix` of the `entail` checker (rows: summary sentences, columns: the
-    source's chunks), with `passages` giving those chunks. Cross-encoder scores are kept per
-    (chunk, sentence) for the instance's life, so a document's base and perturbed summaries
-    share them."""
+@dataclass(frozen=True)
+class ReadClaims:
+    """One summary as the checker read it: its claims, each one's evidence and score."""
+
+    claims: tuple[str, ...]
+    evidence: tuple[str, ...]
+    scores: tuple[float, ...]
+
+
+class ClaimChecker:
+    """The `entail` Checker: each summary sentence against its evidence. Scores are kept per
+    (evidence, sentence) for the instance's life, so a document's base and perturbed summaries
+    share them; all new pairs of one `check` call go to the encoder in one batch."""
 
     def __init__(
         self,
-        scores: PairScores,
+        model: PairModel,
         encode: Encode,
-        adapter_sha256: str,
-        top_k: int = DEFAULT_TOP_K,
-        chunk_words: int = DEFAULT_CHUNK_WORDS,
+        fingerprint: str,
+        threshold: float,
+        aggregate: str = "softmin",
+        top: int = DEFAULT_TOP,
+        neighbours: int = DEFAULT_NEIGHBOURS,
+        sentence_threshold: float | None = None,
     ) -> None:
-        if top_k < 1 or chunk_words < 1:
-            raise ValueError(f"top_k ({top_k}) and chunk_words ({chunk_words}) must be >= 1")
-        self._scores, self._vectors = scores, VectorCache(encode)
-        self.adapter_sha256, self.top_k, self.chunk_words = adapter_sha256, top_k, chunk_words
+        if top < 1 or neighbours < 0:
+            raise ValueError(f"top ({top}) must be >= 1 and neighbours ({neighbours}) >= 0")
+        if aggregate not in AGGREGATES:
+            raise ValueError(
+                f"aggregate: unknown '{aggregate}'; choose from {', '.join(AGGREGATES)}"
+            )
+        self._model, self._vectors = model, VectorCache(encode)
+        self.top, self.neighbours = top, neighbours
+        self.fingerprint, self.threshold, self.aggregate = fingerprint, threshold, aggregate
+        self.sentence_threshold = threshold if sentence_threshold is None else sentence_threshold
         self._pairs: dict[tuple[str, str], float] = {}
-        self._chunked: tuple[str, SourceChunks] | None = None
 
-    def chunks(self, source: str) -> SourceChunks:
-        """The source's chunks (the last source's kept: `passages` and the matrix share it)."""
-        if self._chunked is None or self._chunked[0] != source:
-            self._chunked = (source, chunk_source(source, self.chunk_words))
-        return self._chunked[1]
+    def evidence(self, source_sentences: Sequence[str], claims: Sequence[str]) -> list[str]:
+        """Each claim's evidence text, sized to leave room for the claim in the window."""
+        if not claims or not source_sentences:
+            return ["" for _ in claims]
+        similarity = self._vectors(list(claims)) @ self._vectors(list(source_sentences)).T
+        out = []
+        for claim, row in zip(claims, similarity, strict=True):
+            count = self._model.count_tokens
+            budget = max(32, self._model.max_length - count(claim) - 3)
+            found = choose_evidence(source_sentences, row, budget, count, self.top, self.neighbours)
+            out.append(found.text)
+        return out
 
-    def passages(self, source: str) -> list[str]:
-        """The chunk texts: the matrix's columns, the passages verdicts cite."""
-        return self.chunks(source).texts
-
-    def chosen(self, source: str, sentences: Sequence[str]) -> list[list[int]]:
-        """Per summary sentence, the `top_k` chunks whose best source sentence is most similar
-        to it (SBERT cosine; ties go to the earlier chunk)."""
-        chunks = self.chunks(source)
-        if not sentences or not chunks.spans:
-            return [[] for _ in sentences]
-        similarity = self._vectors(list(sentences)) @ self._vectors(list(chunks.sentences)).T
-        per_chunk = np.stack([similarity[:, a:b].max(axis=1) for a, b in chunks.spans], axis=1)
-        order = np.argsort(-per_chunk, axis=1, kind="stable")[:, : self.top_k]
-        return [[int(j) for j in row] for row in order]
-
-    def __call__(self, source: str, sentences: Sequence[str]) -> np.ndarray:
-        texts = self.passages(source)
-        matrix = np.zeros((len(sentences), len(texts)))
-        chosen = self.chosen(source, sentences)
-        wanted = [(texts[j], s) for s, row in zip(sentences, chosen, strict=True) for j in row]
+    def read(self, pairs: Sequence[tuple[str, str]]) -> list[ReadClaims]:
+        """Each summary's claims, each claim's evidence and score (all new pairs scored in one
+        batch)."""
+        planned = []
+        for source, summary in pairs:
+            claims = claims_of(summary)
+            sentences = split_sentences(source) if claims else []
+            planned.append((claims, self.evidence(sentences, claims)))
+        wanted = [(e, c) for claims, ev in planned for e, c in zip(ev, claims, strict=True) if e]
         todo = [pair for pair in dict.fromkeys(wanted) if pair not in self._pairs]
         if todo:
-            found = self._scores([p for p, _ in todo], [h for _, h in todo])
-            self._pairs.update(zip(todo, (float(v) for v in found), strict=True))
-        for i, (sentence, row) in enumerate(zip(sentences, chosen, strict=True)):
-            for j in row:
-                matrix[i, j] = self._pairs[(texts[j], sentence)]
-        return np.clip(matrix, 0.0, 1.0)
+            found = self._model([p for p, _ in todo], [h for _, h in todo])
+            self._pairs.update(zip(todo, (float(np.clip(v, 0, 1)) for v in found), strict=True))
+        return [
+            ReadClaims(
+                tuple(claims),
+                tuple(evidence),
+                tuple(
+                    self._pairs[(e, c)] if e else 0.0 for e, c in zip(evidence, claims, strict=True)
+                ),
+            )
+            for claims, evidence in planned
+        ]
+
+    def check(self, pairs: Sequence[tuple[str, str]]) -> list[Verdict]:
+        out = []
+        for (source, _), read in zip(pairs, self.read(pairs), strict=True):
+            unsupported = tuple(
+                Unsupported(c, e, round(v, 6))
+                for c, e, v in zip(read.claims, read.evidence, read.scores, strict=True)
+                if v < self.sentence_threshold
+            )
+            consistency = aggregate_scores(read.scores, self.aggregate)
+            consistency = round(float(np.clip(consistency, 0.0, 1.0)), 6)
+            out.append(with_words(Verdict(consistency, unsupported), source))
+        return out
 
 
 def verified_adapter(path: Path, sha256: str | None) -> str:
@@ -204,38 +248,69 @@ class LazyEntailmentModel:
         self.adapter, self.sha256, self.base_dir, self.threads = adapter, sha256, base_dir, threads
         self._scorer: EntailmentModel | None = None
         self._default_threads = 0
+        self._max_length: int | None = None
+
+    def _loaded(self) -> EntailmentModel:
+        if self._scorer is None:
+            import torch
+
+            self._default_threads = torch.get_num_threads()
+            self._scorer = load_entailment_scorer(self.adapter, self.sha256, self.base_dir)
+        return self._scorer
+
+    def count_tokens(self, text: str) -> int:
+        """Word pieces of `text` under the encoder's tokenizer (loads the model once)."""
+        return len(self._loaded().tokenizer.tokenize(text))
+
+    @property
+    def max_length(self) -> int:
+        """The adapter's window, read from its file's metadata (the model is not loaded)."""
+        from hss_gate.consistency.entailment import read_adapter_config
+
+        if self._max_length is None:
+            try:
+                self._max_length = read_adapter_config(self.adapter).max_length
+            except ModelError as exc:
+                raise ModelError(f"{self.adapter}: {exc}") from exc
+            except Exception as exc:  # not a safetensors file
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+                raise ModelError(f"{self.adapter}: cannot read the adapter ({reason})") from exc
+        return self._max_length
 
     def __call__(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         import torch
 
         from hss_gate.embedding import _apply_torch_threads
 
-        if self._scorer is None:
-            self._default_threads = torch.get_num_threads()
-            self._scorer = load_entailment_scorer(self.adapter, self.sha256, self.base_dir)
+        scorer = self._loaded()
         if self.threads:
             torch.set_num_threads(self.threads)
         else:
             _apply_torch_threads(self._default_threads)
-        return self._scorer.scores(premises, hypotheses)
+        return scorer.scores(premises, hypotheses)
 
 
-def load_entail_matrix(
+def load_entail_checker(
     encode: Encode,
+    embedder: str,
+    threshold: float | None = None,
     adapter: str | Path | None = None,
-    top_k: int = DEFAULT_TOP_K,
-    chunk_words: int = DEFAULT_CHUNK_WORDS,
+    aggregate: str = "softmin",
+    top: int = DEFAULT_TOP,
+    neighbours: int = DEFAULT_NEIGHBOURS,
     threads: int | None = None,
     base_dir: Path | None = None,
-) -> EntailMatrix:
-    """The matrix over the shipped adapter (`adapter` None: sha256-pinned) or a user's adapter
-    file (its digest recorded, not pinned). The file is verified now; the model loads on the
-    first pair scored (and the file is verified again then)."""
+) -> ClaimChecker:
+    """The checker over the shipped adapter (`adapter` None: sha256-pinned, with the shipped
+    threshold) or a user's adapter file (its digest recorded, not pinned). The file is verified
+    now; the model loads on the first pair scored (and the file is verified again then)."""
     from hss_gate.consistency import entail_release
 
     shipped = entail_release.ENTAIL_ADAPTER_PATH
     path = shipped if adapter is None else Path(adapter)
     pin = entail_release.ENTAIL_ADAPTER_SHA256 if path.resolve() == shipped.resolve() else None
     digest = verified_adapter(path, pin)
-    scores = LazyEntailmentModel(path, digest, base_dir, threads)
-    return EntailMatrix(scores, encode, digest, top_k, chunk_words)
+    chosen = entail_release.ENTAIL_THRESHOLD if threshold is None else threshold
+    model = LazyEntailmentModel(path, digest, base_dir, threads)
+    fingerprint = entail_fingerprint(digest, embedder, top, neighbours, aggregate, chosen)
+    return ClaimChecker(model, encode, fingerprint, chosen, aggregate, top, neighbours)

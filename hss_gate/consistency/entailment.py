@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from hss_gate.errors import ModelError
+from hss_gate.library_logs import TRANSFORMERS_LOADING, known_messages, load_report_rows
 
 ADAPTER_FORMAT = "hss-entailment-lora-v1"
 LORA_TARGETS = (
@@ -40,6 +41,7 @@ class AdapterConfig:
     max_length: int = 256
     base: str = "all-minilm-l6-v2"
     lower_case: bool = True  # the base tokenizer is uncased: recorded, not a choice
+    marks: bool = False  # the claim's words the premise lacks are marked (`marked_claim`)
 
     def to_json(self) -> str:
         return json.dumps({"format": ADAPTER_FORMAT, **asdict(self)}, sort_keys=True)
@@ -50,6 +52,24 @@ class AdapterConfig:
         if data.pop("format", None) != ADAPTER_FORMAT:
             raise ModelError(f"not an {ADAPTER_FORMAT} adapter")
         return cls(**data)
+
+
+MARK_OPEN, MARK_CLOSE = "[", "]"
+
+
+def marked_claim(premise: str, claim: str) -> str:
+    """The claim with each content word, name and number the premise does not contain (stems
+    and normalized numbers, `novelty.words`) put between brackets: where the encoder should
+    look ("Ann asks [Sarah] to buy butter")."""
+    from hss_gate.consistency.novelty import Source, supported, words
+
+    source = Source(premise, [premise])
+    out, at = [], 0
+    for word in words(claim):
+        if word.content and not supported(word, source.keys, source.prefixes):
+            out += [claim[at : word.start], MARK_OPEN, claim[word.start : word.end], MARK_CLOSE]
+            at = word.end
+    return "".join(out) + claim[at:]
 
 
 def _lora_linear(base: Any, rank: int, alpha: float) -> Any:
@@ -73,14 +93,29 @@ def _lora_linear(base: Any, rank: int, alpha: float) -> Any:
     return LoRALinear()
 
 
+def unused_pooler_report(message: str) -> bool:
+    """Whether `message` is transformers' load report of an encoder built without its pooler
+    (add_pooling_layer=False): its only rows are the checkpoint's pooler weights, which the
+    cross-encoder does not use (it reads the [CLS] vector), marked UNEXPECTED. Understood and
+    harmless; any other row (a missing or mismatched weight) makes it a report to show."""
+    rows = load_report_rows(message)
+    return bool(rows) and all(
+        key.startswith("pooler.") and status == "UNEXPECTED" for key, status in rows or ()
+    )
+
+
 def build_cross_encoder(base_dir: str | Path, config: AdapterConfig) -> tuple[Any, Any]:
     """(tokenizer, model) with fresh adapters; the base weights frozen. The model maps
     tokenizer output to two logits (not supported, supported)."""
     from torch import nn
     from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
 
+    # its "Loading weights" bar is noise in logs, as for SBERT (hss_gate/embedding.py)
+    transformers_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
-    encoder = AutoModel.from_pretrained(str(base_dir), add_pooling_layer=False)
+    with known_messages(TRANSFORMERS_LOADING, unused_pooler_report):
+        encoder = AutoModel.from_pretrained(str(base_dir), add_pooling_layer=False)
     for p in encoder.parameters():
         p.requires_grad_(False)
     for name, module in list(encoder.named_modules()):
@@ -223,9 +258,13 @@ class EntailmentModel:
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size]
+                claims = [
+                    marked_claim(premises[i], hypotheses[i]) if self.config.marks else hypotheses[i]
+                    for i in idx
+                ]
                 batch = self.tokenizer(
                     [premises[i] for i in idx],
-                    [hypotheses[i] for i in idx],
+                    claims,
                     # as in training: the longer side is cut first, so a long premise loses
                     # its tail and a hypothesis longer than the window never raises
                     truncation="longest_first",

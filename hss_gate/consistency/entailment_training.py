@@ -15,6 +15,8 @@ from hss_gate.consistency.entailment import (
     AdapterConfig,
     adapter_tensors,
     build_cross_encoder,
+    load_adapter,
+    marked_claim,
     save_adapter,
 )
 from hss_gate.consistency.entailment_data import Pair
@@ -33,27 +35,62 @@ class TrainSettings:
     weight_decay: float = 0.01
     threads: int = 2
     checkpoint_every: int = 200
+    pair_margin: float = 0.0  # weight of the ranking loss between a seed's two labels (0: none)
+
+
+def pair_groups(pairs: Sequence[Pair]) -> list[int]:
+    """Each pair's group: the pairs that share a premise and a source (a seed claim's supported
+    and unsupported versions, `entailment_data.seed_pairs`) share a group number."""
+    numbers: dict[tuple[str, str], int] = {}
+    return [numbers.setdefault((p.premise, p.source), len(numbers)) for p in pairs]
 
 
 def batches(pairs: Sequence[Pair], settings: TrainSettings, epoch: int) -> list[list[int]]:
-    """Index batches of one epoch: shuffled by seed and epoch, then grouped by length in runs of
-    50 batches so that a batch pads little (the order stays a function of the seed)."""
+    """Index batches of one epoch: groups (`pair_groups`) shuffled by seed and epoch, then
+    ordered by length in runs of 50 batches so that a batch pads little; a group is never split
+    across batches (the order stays a function of the seed)."""
     rng = random.Random(settings.seed * 1000 + epoch)
-    order = list(range(len(pairs)))
-    rng.shuffle(order)
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(pair_groups(pairs)):
+        members.setdefault(g, []).append(i)
+    groups = list(members.values())
+    rng.shuffle(groups)
     run = settings.batch_size * 50
     out: list[list[int]] = []
-    for start in range(0, len(order), run):
-        chunk = sorted(
-            order[start : start + run],
-            key=lambda i: len(pairs[i].premise) + len(pairs[i].hypothesis),
-        )
-        group = [
-            chunk[k : k + settings.batch_size] for k in range(0, len(chunk), settings.batch_size)
-        ]
-        rng.shuffle(group)
-        out.extend(group)
+    start = 0
+    while start < len(groups):
+        taken, size = [], 0
+        while start < len(groups) and size < run:
+            taken.append(groups[start])
+            size += len(groups[start])
+            start += 1
+        taken.sort(key=lambda g: len(pairs[g[0]].premise) + len(pairs[g[0]].hypothesis))
+        batch: list[int] = []
+        chunk: list[list[int]] = []
+        for group in taken:
+            if batch and len(batch) + len(group) > settings.batch_size:
+                chunk.append(batch)
+                batch = []
+            batch = batch + group
+        if batch:
+            chunk.append(batch)
+        rng.shuffle(chunk)
+        out.extend(chunk)
     return out
+
+
+def ranking_loss(logits: Any, labels: Any, groups: Any) -> Any:
+    """Mean softplus(1 - (z_supported - z_unsupported)) over the (supported, unsupported) pairs
+    of one group in the batch, z = logit(supported) - logit(not); 0 when there is none."""
+    import torch
+
+    z = logits[:, 1] - logits[:, 0]
+    same = groups[:, None] == groups[None, :]
+    ordered = (labels[:, None] == 1) & (labels[None, :] == 0) & same
+    if not bool(ordered.any()):
+        return z.sum() * 0.0
+    gap = z[:, None] - z[None, :]
+    return torch.nn.functional.softplus(1.0 - gap[ordered]).mean()
 
 
 def train_adapter(
@@ -64,13 +101,17 @@ def train_adapter(
     out: str | Path,
     checkpoint_dir: str | Path,
     progress: Progress = no_progress,
+    init: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Train the adapter on `pairs`, write it to `out`; returns the training log."""
+    """Train the adapter on `pairs` (starting from the adapter file `init`, when given: a
+    second stage), write it to `out`; returns the training log."""
     import torch
 
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     tokenizer, model = build_cross_encoder(base_dir, config)
+    if init is not None:
+        load_adapter(model, init)
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for n, p in model.named_parameters() if p.requires_grad and not n.endswith("bias")]
     no_decay = [p for n, p in model.named_parameters() if p.requires_grad and n.endswith("bias")]
@@ -97,6 +138,10 @@ def train_adapter(
         scheduler.step()
     advance = progress("train checker", total, step)
     labels = torch.tensor([p.label for p in pairs])
+    groups = torch.tensor(pair_groups(pairs))
+    claims = [
+        marked_claim(p.premise, p.hypothesis) if config.marks else p.hypothesis for p in pairs
+    ]
     model.train()
     done = 0
     for batch_plan in plan:
@@ -106,13 +151,16 @@ def train_adapter(
                 continue
             inputs = tokenizer(
                 [pairs[i].premise for i in idx],
-                [pairs[i].hypothesis for i in idx],
+                [claims[i] for i in idx],
                 truncation="longest_first",
                 max_length=config.max_length,
                 padding=True,
                 return_tensors="pt",
             )
-            loss = torch.nn.functional.cross_entropy(model(**inputs), labels[idx])
+            logits = model(**inputs)
+            loss = torch.nn.functional.cross_entropy(logits, labels[idx])
+            if settings.pair_margin:
+                loss = loss + settings.pair_margin * ranking_loss(logits, labels[idx], groups[idx])
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()

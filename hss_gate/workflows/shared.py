@@ -22,6 +22,7 @@ from hss_gate.inputs import load_corpus
 from hss_gate.io import atomic_folder, write_text_atomic
 from hss_gate.pipeline import ScoreResult
 from hss_gate.settings import HssSettings, MonitorSettings
+from hss_gate.tables import flag_columns
 
 
 def load_documents(path: str | Path, limit: int | None = None) -> list[Document]:
@@ -100,8 +101,14 @@ def score_drift(
     is written to out_dir/drift.html and drift.json."""
     from hss_gate.drift import drift_report
 
+    columns = monitor.drift_columns
     result = drift_report(
-        reference, current, monitor.drift_columns, drift_share=monitor.drift_share, title=title
+        reference,
+        current,
+        columns,
+        drift_share=monitor.drift_share,
+        title=title,
+        flags=flag_columns(columns),
     )
     if out_dir is not None and result.pages:
         for kind, page in result.pages.items():

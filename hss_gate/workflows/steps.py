@@ -8,7 +8,7 @@ happens when one fails live in the workflow alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -44,8 +44,10 @@ class ModelRunner(Protocol):
         settings: HssSettings,
         normalization: Normalization | None,
         progress: Progress = no_progress,
+        hss_documents: Collection[str] | None = None,
     ) -> tuple[ScoreResult, dict[str, Any]]:
-        """(result, run metadata)"""
+        """(result, run metadata); `hss_documents`: the doc_ids whose HSS is measured (None:
+        every document; the others get only their original's summary)"""
         ...
 
 

@@ -4,19 +4,17 @@ sha256 pin, and long sources and hypotheses through the encoder's small window."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hss_gate.consistency import entail_release
-from hss_gate.consistency.checker import MatrixChecker, load_checker
+from hss_gate.consistency.checker import load_checker
 from hss_gate.consistency.entail_checker import (
     BASE_MODEL,
-    EntailMatrix,
+    ClaimChecker,
     LazyEntailmentModel,
-    chunk_source,
     load_entailment_scorer,
 )
 from hss_gate.embedding import HashingEmbedder
@@ -94,6 +92,42 @@ def test_a_loaded_adapter_scores_as_the_model_that_saved_it(base_dir, trained):
     assert ((saved > 0) & (saved < 1)).all()
 
 
+def test_building_the_encoder_shows_no_report_of_its_unused_pooler_but_a_genuine_one(
+    base_dir, tmp_path, monkeypatch
+):
+    """The tiny BERT carries a pooler the cross-encoder does not build: transformers' LOAD
+    REPORT of it (UNEXPECTED pooler.dense.*) is dropped. A checkpoint with other unused weights
+    (a masked-LM head) still gets its report, without ANSI codes off a terminal."""
+    import logging
+
+    from hss_gate import library_logs
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            reports.append(record.getMessage())
+
+    reports: list[str] = []
+    monkeypatch.setattr(library_logs, "stderr_is_terminal", lambda: False)
+    logger, kept = logging.getLogger("transformers"), Kept(logging.WARNING)
+    monkeypatch.setattr(logger, "level", logging.WARNING)
+    logger.addHandler(kept)
+    try:
+        config = entailment.AdapterConfig(rank=2, alpha=4.0, max_length=WINDOW, base=BASE_MODEL)
+        entailment.build_cross_encoder(base_dir, config)
+        assert [r for r in reports if "LOAD REPORT" in r] == []
+        other = tmp_path / "masked-lm"
+        transformers.BertTokenizerFast(vocab_file=str(base_dir / "vocab.txt")).save_pretrained(
+            other
+        )
+        bert_config = transformers.BertConfig.from_pretrained(base_dir)
+        transformers.BertForMaskedLM(bert_config).save_pretrained(other)
+        entailment.build_cross_encoder(other, config)
+    finally:
+        logger.removeHandler(kept)
+    (report,) = [r for r in reports if "LOAD REPORT" in r]
+    assert "cls.predictions" in report and "UNEXPECTED" in report and "\x1b[" not in report
+
+
 def test_a_tampered_or_missing_adapter_is_refused_in_one_line_naming_it(
     base_dir, trained, tmp_path
 ):
@@ -124,7 +158,7 @@ def torch_threads_restored():
 
 
 @pytest.mark.usefixtures("torch_threads_restored")
-def test_a_source_beyond_the_window_is_chunked_and_every_chunk_is_scored(base_dir, trained):
+def test_a_source_and_a_claim_beyond_the_window_have_defined_scores(base_dir, trained):
     path, _ = trained
     sentences = [
         "the council approved a new budget on monday.",
@@ -136,18 +170,18 @@ def test_a_source_beyond_the_window_is_chunked_and_every_chunk_is_scored(base_di
         " ".join(["the river rose"] * 20) + ".",  # 60 words: beyond the window on its own
     ]
     source = " ".join(sentences)
-    chunks = chunk_source(source, 16)
-    assert len(chunks.texts) >= 4 and len(source.split()) > 2 * WINDOW
-    scorer = LazyEntailmentModel(path, _sha(path), base_dir, threads=1)
-    matrix = EntailMatrix(scorer, HashingEmbedder(128).encode, _sha(path), len(chunks.texts), 16)
-    long_hypothesis = " ".join(["the council approved a new budget"] * 10) + "."  # 60 words
-    summary = ["the river rose.", long_hypothesis]
-    scores = matrix(source, summary)
-    assert scores.shape == (2, len(chunks.texts))
-    assert ((scores > 0) & (scores < 1)).all()  # every cell evaluated: top_k covers them all
+    assert len(source.split()) > 2 * WINDOW
+    model = LazyEntailmentModel(path, _sha(path), base_dir, threads=1)
+    checker = ClaimChecker(model, HashingEmbedder(128).encode, "test", 0.5, "mean", 2, 1)
+    long_claim = " ".join(["the council approved a new budget"] * 10) + "."  # 60 words
+    read = checker.read([(source, f"the river rose. {long_claim}")])[0]
+    assert len(read.claims) == 2 and all(0.0 < v < 1.0 for v in read.scores)
+    for evidence in read.evidence:  # whole source sentences, in document order
+        found = [s for s in sentences if s in evidence]
+        assert found and " ".join(found) == evidence
+        assert [sentences.index(s) for s in found] == sorted(sentences.index(s) for s in found)
     assert torch.get_num_threads() == 1
-    checker = MatrixChecker(matrix, matrix.passages, "test", 0.5)
-    verdict = checker.check([(source, " ".join(summary))])[0]
+    verdict = checker.check([(source, f"the river rose. {long_claim}")])[0]
     assert 0.0 < verdict.consistency < 1.0
 
 
@@ -157,14 +191,23 @@ def test_load_checker_entail_runs_the_shipped_adapter_end_to_end(base_dir, train
     monkeypatch.setattr(entail_release, "ENTAIL_ADAPTER_SHA256", _sha(path))
     monkeypatch.setattr(entailment, "embedded_base_dir", lambda: base_dir)
     encode = HashingEmbedder(64).encode
-    checker = load_checker("entail", "", 0.99, encode, "hashing:64", top_k=1, chunk_words=8)
+    checker = load_checker(
+        "entail",
+        "",
+        1.0,
+        encode,
+        "hashing:64",
+        evidence_top=1,
+        evidence_neighbours=0,
+        aggregate="mean",
+    )
     assert checker.fingerprint.startswith(f"entail:{_sha(path)[:12]}:hashing:64:")
-    assert checker.fingerprint.endswith(":k1:w8:mean:t0.99")
-    source = " ".join(PREMISES) + "."
+    assert checker.fingerprint.endswith(":t1n0:mean:t1")
+    source = ". ".join(PREMISES) + "."
     verdicts = checker.check([(source, "The council approved a budget. The mayor sells roads.")])
-    assert 0.0 < verdicts[0].consistency < 0.99
-    assert {u.passage for u in verdicts[0].unsupported} <= set(chunk_source(source, 8).texts)
-    assert len(verdicts[0].unsupported) == 2  # both below the 0.99 threshold
+    assert 0.0 < verdicts[0].consistency < 1.0
+    assert {u.passage for u in verdicts[0].unsupported} <= {p + "." for p in PREMISES}
+    assert len(verdicts[0].unsupported) == 2  # both below the threshold 1
 
 
 # ----------------------------------------------------------------------------- training
@@ -225,39 +268,28 @@ def test_training_resumes_to_the_same_bytes_and_learns(base_dir: Path, tmp_path:
     assert resumed.read_bytes() == whole.read_bytes()
 
 
-def test_llm_claims_are_written_in_batches_and_resume(tmp_path: Path) -> None:
-    """`hss checker claims` on a fake LLM: one row per passage, and a run stopped after a batch
-    resumes from its partial file instead of starting again."""
-    from hss_gate.settings import CheckerDocuments, load_settings
-    from hss_gate.workflows.checker import write_llm_claims
+def test_a_second_stage_starts_from_the_first_and_marks_reach_the_scores(
+    base_dir: Path, tmp_path: Path
+) -> None:
+    """Training from an adapter (`init`) starts where it ended, and an adapter trained with
+    marks scores the claim as marked (its config says so)."""
+    from hss_gate.consistency.entailment_training import TrainSettings, train_adapter
 
-    corpus = tmp_path / "docs.jsonl"
-    text = (
-        "The council approved a new library on Tuesday. It will cost 4 million pounds. "
-        "Councillor Ann Smith said work starts in May. The old library closed in 2019."
+    config = entailment.AdapterConfig(rank=4, alpha=8.0, max_length=WINDOW, base="tiny", marks=True)
+    settings = TrainSettings(
+        seed=3, batch_size=4, learning_rate=5e-2, threads=1, epochs=3, pair_margin=1.0
     )
-    corpus.write_text(
-        "".join(json.dumps({"id": i, "text": f"Item {i}. {text}"}) + "\n" for i in range(3))
-    )
-    settings = load_settings(tmp_path / "no-params.yaml")
-    settings.checker.documents = [
-        CheckerDocuments(path=str(corpus), per_document=2, llm_per_document=2)
-    ]
-    settings.checker.llm_model = "fake:lead"
-    settings.checker.llm_claims = str(tmp_path / "claims.jsonl")
-    out = write_llm_claims(settings, batch=2, say=lambda _: None)
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert len(rows) == 6 and {r["model"] for r in rows} == {"fake:lead"}
-    assert all(r["claim"] and r["claim"] in r["premise"] for r in rows)  # the lead restates
-    partial = out.with_suffix(".jsonl.partial")
-    partial.write_text("".join(json.dumps(r) + "\n" for r in rows[:4]))
-    out.unlink()
-    started_at: list[int] = []
+    first = tmp_path / "first.safetensors"
+    train_adapter(_pairs(), base_dir, config, settings, first, tmp_path / "ck1")
+    zero = TrainSettings(seed=3, batch_size=4, learning_rate=1e-12, threads=1, epochs=1)
+    second = tmp_path / "second.safetensors"
+    train_adapter(_pairs(), base_dir, config, zero, second, tmp_path / "ck2", init=first)
+    from safetensors.torch import load_file
 
-    def progress(stage: str, total: int, done: int):
-        started_at.append(done)
-        return lambda n: None
-
-    write_llm_claims(settings, progress, say=lambda _: None, batch=2)
-    assert started_at == [4]
-    assert [json.loads(x) for x in out.read_text().splitlines()] == rows
+    a, b = load_file(str(first)), load_file(str(second))
+    assert a.keys() == b.keys()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)  # no step moved it: same start
+    assert entailment.read_adapter_config(second).marks is True
+    scorer = load_entailment_scorer(second, _sha(second), base_dir)
+    marked = scorer.scores(["rain fell"], ["rain fell"]) != scorer.scores(["rain fell"], ["mayor"])
+    assert bool(marked[0])

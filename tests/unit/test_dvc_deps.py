@@ -47,11 +47,6 @@ ENTRIES = {
     ),
     # hss checker train: the entailment checker's adapter
     "checker": ("hss_gate.workflows.checker:train_checker", "hss_gate.settings:load_settings"),
-    # hss checker claims: the LLM's abstractive training claims
-    "checker-claims": (
-        "hss_gate.workflows.checker:write_llm_claims",
-        "hss_gate.settings:load_settings",
-    ),
 }
 
 # modules in a closure that cannot change a stage's outputs, and why

@@ -1,6 +1,6 @@
-"""The `entail` checker's chunking, retrieval, matrix, aggregation and adapter checks, on fakes:
-a bag-of-words hashing encoder and a scorer that supports a hypothesis whose words all occur in
-the premise (no torch; the cross-encoder itself: tests/integration/test_entail_checker.py)."""
+"""The `entail` checker's claims, evidence, aggregation, caching and adapter checks, on fakes: a
+bag-of-words hashing encoder and a model that supports a hypothesis whose words all occur in the
+premise (no torch; the cross-encoder itself: tests/integration/test_entail_checker.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 
 from hss_gate.consistency import entail_checker, entail_release
-from hss_gate.consistency.checker import MatrixChecker, load_checker
-from hss_gate.consistency.entail_checker import EntailMatrix, chunk_source, entail_fingerprint
+from hss_gate.consistency.checker import load_checker
+from hss_gate.consistency.entail_checker import (
+    EVIDENCE_VERSION,
+    ClaimChecker,
+    aggregate_scores,
+    claims_of,
+    entail_fingerprint,
+)
+from hss_gate.consistency.evidence import choose_evidence
 from hss_gate.embedding import HashingEmbedder
 from hss_gate.errors import InputError, ModelError
 from hss_gate.settings import ConsistencySettings
@@ -33,11 +40,16 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-class ContainmentScorer:
-    """1.0 when every word of the hypothesis is in the premise, else 0.0; counts the pairs."""
+class ContainmentModel:
+    """1.0 when every word of the hypothesis is in the premise, else 0.0; counts the pairs. Its
+    tokens are words and its window `max_length` of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_length: int = 40) -> None:
         self.pairs: list[tuple[str, str]] = []
+        self.max_length = max_length
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
 
     def __call__(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         self.pairs.extend(zip(premises, hypotheses, strict=True))
@@ -47,76 +59,110 @@ class ContainmentScorer:
 
 
 def _checker(
-    scorer: ContainmentScorer, aggregate: str = "mean", top_k: int = 2, chunk_words: int = 20
-) -> MatrixChecker:
-    matrix = EntailMatrix(scorer, HashingEmbedder(256).encode, SHA, top_k, chunk_words)
-    return MatrixChecker(matrix, matrix.passages, "test", 0.5, aggregate=aggregate)
+    model: ContainmentModel, aggregate: str = "mean", top: int = 1, neighbours: int = 1
+) -> ClaimChecker:
+    encode = HashingEmbedder(256).encode
+    return ClaimChecker(model, encode, "test", 0.5, aggregate, top, neighbours)
 
 
-def test_chunks_are_consecutive_non_overlapping_and_bounded_a_long_sentence_alone():
-    long_sentence = "The report " + " ".join(f"word{i}" for i in range(30)) + " ends here."
-    source = f"{SOURCE} {long_sentence} A short one follows."
-    chunks = chunk_source(source, 20)
-    flat = [s for a, b in chunks.spans for s in chunks.sentences[a:b]]
-    assert flat == list(chunks.sentences) and len(chunks.sentences) == 8
-    assert [a for a, _ in chunks.spans[1:]] == [b for _, b in chunks.spans[:-1]]  # no gap
-    for (a, b), text in zip(chunks.spans, chunks.texts, strict=True):
-        assert b - a == 1 or len(text.split()) <= 20
-    alone = [t for t in chunks.texts if long_sentence in t]
-    assert alone == [long_sentence]  # its own chunk, nothing joined to it
-    assert len(chunks.texts) == 5  # 8+10 | 7+6 | 8+8 | 34 | 4 words: each as full as allowed
-    assert chunk_source("", 20).spans == ()
+def test_aggregates_mean_min_and_a_soft_minimum_between_them():
+    scores = [0.9, 0.95, 0.1]
+    assert aggregate_scores(scores, "mean") == pytest.approx(np.mean(scores))
+    assert aggregate_scores(scores, "min") == pytest.approx(0.1)
+    soft = aggregate_scores(scores, "softmin")
+    assert 0.1 < soft < 0.15  # one sentence far below the rest: near the minimum
+    close = [0.8, 0.82, 0.84]
+    assert aggregate_scores(close, "softmin") == pytest.approx(np.mean(close), abs=0.02)
+    assert aggregate_scores([], "softmin") == 1.0
+    with pytest.raises(ValueError, match="aggregate"):
+        aggregate_scores(scores, "median")
 
 
-def test_copied_and_invented_sentence_mean_half_min_zero_invented_listed_beside_a_chunk():
+def test_claims_are_the_sentences_that_hold_a_word_or_number():
+    assert claims_of("The river rose. 42 people came.") == ["The river rose.", "42 people came."]
+    assert claims_of("... ?! --") == []
+
+
+def test_evidence_is_the_top_sentences_and_their_neighbours_in_document_order_within_budget():
+    sentences = ["s0 a", "s1 b", "s2 c", "s3 d", "s4 e", "s5 f"]
+    similarity = np.array([0.1, 0.2, 0.3, 0.9, 0.4, 0.0])
+    words = lambda t: len(t.split())  # noqa: E731
+    found = choose_evidence(sentences, similarity, 100, words, top=2, neighbours=1)
+    assert found.indices == (2, 3, 4, 5)  # the tops 3 and 4, and their neighbours 2 and 5
+    assert found.text == "s2 c s3 d s4 e s5 f"
+    tight = choose_evidence(sentences, similarity, 4, words, top=2, neighbours=1)
+    assert tight.indices == (3, 4)  # the budget keeps the best-ranked first
+    one = choose_evidence(sentences, similarity, 0, words, top=2, neighbours=1)
+    assert one.indices == (3,)  # at least the best sentence, whatever its length
+    assert choose_evidence([], np.zeros(0), 10, words).text == ""
+
+
+def test_copied_and_invented_sentence_the_invented_one_listed_beside_its_evidence():
     summary = f"{COPIED} {INVENTED}"
-    mean = _checker(ContainmentScorer(), "mean").check([(SOURCE, summary)])[0]
-    low = _checker(ContainmentScorer(), "min").check([(SOURCE, summary)])[0]
+    mean = _checker(ContainmentModel(), "mean").check([(SOURCE, summary)])[0]
+    low = _checker(ContainmentModel(), "min").check([(SOURCE, summary)])[0]
+    soft = _checker(ContainmentModel(), "softmin").check([(SOURCE, summary)])[0]
     assert mean.consistency == pytest.approx(0.5)
     assert low.consistency == pytest.approx(0.0)
-    for verdict in (mean, low):
+    assert 0.0 < soft.consistency < 0.1
+    for verdict in (mean, low, soft):
         assert [u.sentence for u in verdict.unsupported] == [INVENTED]
-        passage = verdict.unsupported[0].passage
-        assert passage and passage in chunk_source(SOURCE, 20).texts
+        evidence = verdict.unsupported[0].passage
+        assert evidence and evidence in SOURCE  # consecutive source sentences, as written
         assert {"aliens", "landed"} <= {w.lower() for w in verdict.unsupported[0].words}
 
 
-def test_an_empty_summary_is_consistent_and_claims_nothing():
-    scorer = ContainmentScorer()
-    verdict = _checker(scorer).check([(SOURCE, "")])[0]
-    assert verdict.consistency == 1.0 and verdict.unsupported == ()
-    assert scorer.pairs == []
+def test_the_claim_is_read_against_its_own_evidence_not_the_whole_source():
+    model = ContainmentModel()
+    _checker(model, top=1, neighbours=0).check([(SOURCE, COPIED)])
+    assert model.pairs == [(COPIED, COPIED)]  # the one closest sentence, nothing else
+    model = ContainmentModel()
+    _checker(model, top=1, neighbours=1).check([(SOURCE, COPIED)])
+    premise = model.pairs[0][0]
+    assert (
+        premise == "Heavy rain fell across the region overnight. The river rose by two "
+        "metres. The local bakery sells fresh bread every morning."
+    )
 
 
-def test_only_the_top_k_chunks_by_sbert_are_scored_the_rest_stay_zero():
-    scorer = ContainmentScorer()
-    matrix = EntailMatrix(scorer, HashingEmbedder(256).encode, SHA, top_k=1, chunk_words=20)
-    texts = matrix.passages(SOURCE)
-    scores = matrix(SOURCE, [COPIED, INVENTED])
-    assert scores.shape == (2, len(texts)) and len(texts) >= 3
-    assert (scores != 0).sum() == 1  # the invented sentence's one chunk scored 0
-    assert len(scorer.pairs) == 2
-    assert COPIED in texts[int(scores[0].argmax())]  # SBERT picked the chunk that holds it
-    wide = EntailMatrix(ContainmentScorer(), HashingEmbedder(256).encode, SHA, 99, 20)
-    assert sorted(wide.chosen(SOURCE, [COPIED])[0]) == list(range(len(texts)))
+def test_an_empty_or_punctuation_only_summary_claims_nothing_and_scores_no_pair():
+    model = ContainmentModel()
+    verdicts = _checker(model).check([(SOURCE, ""), (SOURCE, "... !!")])
+    assert [v.consistency for v in verdicts] == [1.0, 1.0]
+    assert all(v.unsupported == () for v in verdicts)
+    assert model.pairs == []
 
 
-def test_scores_are_cached_per_chunk_and_sentence_across_summaries():
-    scorer = ContainmentScorer()
-    checker = _checker(scorer)
-    checker.check([(SOURCE, f"{COPIED} {INVENTED}")])
-    first = len(scorer.pairs)
-    assert first == 4  # 2 sentences x top 2 chunks
+def test_a_one_sentence_source_a_long_claim_and_an_empty_source_have_defined_scores():
+    model = ContainmentModel(max_length=12)
+    long_claim = "The river rose " + " ".join(["by two metres"] * 20) + "."
+    verdicts = _checker(model).check(
+        [("The river rose by two metres.", COPIED), (SOURCE, long_claim), ("", COPIED)]
+    )
+    assert verdicts[0].consistency == 1.0
+    assert 0.0 <= verdicts[1].consistency <= 1.0
+    assert verdicts[2].consistency == 0.0  # nothing in the source supports a claim
+    assert [u.sentence for u in verdicts[2].unsupported] == [COPIED]
+
+
+def test_scores_are_cached_per_evidence_and_claim_across_summaries_and_batched():
+    model = ContainmentModel()
+    checker = _checker(model)
+    checker.check([(SOURCE, f"{COPIED} {INVENTED}"), (SOURCE, COPIED)])
+    assert len(model.pairs) == 2  # the repeated claim scored once, both in one batch
     checker.check([(SOURCE, f"{COPIED} The river rose by three metres.")])  # a perturbed one
-    assert len(scorer.pairs) == first + 2  # the copied sentence's pairs were kept
-    assert len(set(scorer.pairs)) == len(scorer.pairs)
+    assert len(model.pairs) == 3  # the copied sentence's pair was kept
+    assert len(set(model.pairs)) == len(model.pairs)
 
 
-def test_the_fingerprint_names_adapter_encoder_splitter_retrieval_and_decision():
+def test_the_fingerprint_names_adapter_encoder_splitter_evidence_and_decision():
     from hss_gate.sentences import SPLITTER_VERSION
 
-    found = entail_fingerprint(SHA, "sbert:all-minilm-l6-v2", 2, 120, "mean", 0.5)
-    assert found == f"entail:{SHA[:12]}:sbert:all-minilm-l6-v2:{SPLITTER_VERSION}:k2:w120:mean:t0.5"
+    found = entail_fingerprint(SHA, "sbert:all-minilm-l6-v2", 3, 1, "softmin", 0.5)
+    assert found == (
+        f"entail:{SHA[:12]}:sbert:all-minilm-l6-v2:{SPLITTER_VERSION}:{EVIDENCE_VERSION}:"
+        "t3n1:softmin:t0.5"
+    )
 
 
 def _pin(monkeypatch: pytest.MonkeyPatch, path, sha256: str) -> None:
@@ -154,8 +200,8 @@ def test_a_pinned_adapter_gives_a_checker_without_loading_the_model(tmp_path, mo
     path.write_bytes(b"adapter bytes")
     digest = hashlib.sha256(b"adapter bytes").hexdigest()
     _pin(monkeypatch, path, digest)
-    checker = _load(top_k=3, chunk_words=80, aggregate="min")
-    assert checker.fingerprint == entail_fingerprint(digest, "hashing:64", 3, 80, "min", 0.5)
+    checker = _load(evidence_top=4, evidence_neighbours=0, aggregate="min")
+    assert checker.fingerprint == entail_fingerprint(digest, "hashing:64", 4, 0, "min", 0.5)
     assert checker.threshold == entail_release.ENTAIL_THRESHOLD
     assert checker.check([(SOURCE, "")])[0].consistency == 1.0  # nothing to score: no model
     own = tmp_path / "own.safetensors"  # a user's adapter: recorded by its digest, not pinned
@@ -167,12 +213,14 @@ def test_a_pinned_adapter_gives_a_checker_without_loading_the_model(tmp_path, mo
 
 
 def test_settings_carry_the_entail_options_to_load_checker():
-    settings = ConsistencySettings(model="entail", top_k=4, chunk_words=60, aggregate="min")
+    settings = ConsistencySettings(
+        model="entail", evidence_top=4, evidence_neighbours=2, aggregate="min"
+    )
     assert settings.entail_options() == {
         "adapter": None,
-        "top_k": 4,
-        "chunk_words": 60,
         "aggregate": "min",
+        "evidence_top": 4,
+        "evidence_neighbours": 2,
     }
     assert ConsistencySettings().model == "entail"  # the default since issue 33
 
