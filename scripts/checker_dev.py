@@ -580,7 +580,6 @@ def cmd_split(args) -> int:
     """Sentence splitters on QAGS CNN/DM summaries, whose sentences the dataset gives
     (gold segmentation), rendered cased, lower-cased, tokenized and glued."""
     import spacy
-    from hss_gate.consistency.segment import split_text
 
     from hss_gate.language import SpacyTagger
     from hss_gate.sentences import split_sentences
@@ -595,10 +594,8 @@ def cmd_split(args) -> int:
     parser = SpacyTagger().nlp
     splitters = {
         "sentences.split_sentences (current)": split_sentences,
-        "features.split_sentences (current checker)": split_sentences,
         "spaCy sentencizer (rules)": lambda t: [s.text for s in sentencizer(t).sents],
         "spaCy en_core_web_sm parser": lambda t: [s.text for s in parser(t).sents],
-        "segment.split_text (new)": split_text,
     }
     styles = list(_styles(["A."]).keys())
     print(f"{len(gold)} QAGS summaries, {sum(len(g) for g in gold)} gold sentences\n")
@@ -632,8 +629,6 @@ BASELINES = ("sbert", "precision")
 
 def pair_features(sets_by_variant, cache_dir: Path) -> dict:
     """{(set, lower): (feature matrix dict name -> array, labels, pairs)} for every set."""
-    from hss_gate.consistency.segment import split_text
-
     from hss_gate.consistency.features import overlap_scores
     from hss_gate.consistency.novelty import (
         glove_ranks,
@@ -641,6 +636,7 @@ def pair_features(sets_by_variant, cache_dir: Path) -> dict:
         prepare,
         sentence_novelty,
     )
+    from hss_gate.sentences import split_sentences as split_text
 
     ranks = glove_ranks().get
     sbert = JsonlCache(cache_dir / "sbert_scores.jsonl")

@@ -16,7 +16,7 @@ from pathlib import Path
 from hss_gate.consistency.entailment import AdapterConfig, embedded_base_dir
 from hss_gate.consistency.entailment_training import TrainSettings, train_adapter
 from hss_gate.settings import load_settings
-from hss_gate.workflows.checker import snli_sdist, training_pairs
+from hss_gate.workflows.checker import edit_tools, snli_sdist, stage_pairs
 
 
 class Stop(Exception):
@@ -43,15 +43,21 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=320)
     parser.add_argument("--stop-after", type=int, default=7, help="steps before the interruption")
     args = parser.parse_args()
-    settings = load_settings("params.yaml").checker
-    pairs = training_pairs(settings, snli_sdist(settings.data_dir))[: args.pairs]
-    config = AdapterConfig(rank=settings.rank, alpha=settings.alpha, max_length=settings.max_length)
+    settings = load_settings("params.yaml")
+    checker = settings.checker
+    stage = checker.stages[0]  # the first stage's pairs, as `hss checker train` builds them
+    sdist = snli_sdist(checker.data_dir) if stage.snli_pairs else None
+    pairs = stage_pairs(stage, checker.seed + 1000, edit_tools(settings), sdist)[: args.pairs]
+    config = AdapterConfig(
+        rank=checker.rank, alpha=checker.alpha, max_length=checker.max_length, marks=checker.marks
+    )
     train = TrainSettings(
-        seed=settings.seed,
-        batch_size=settings.batch_size,
-        learning_rate=settings.learning_rate,
-        threads=settings.threads,
+        seed=checker.seed,
+        batch_size=checker.batch_size,
+        learning_rate=stage.learning_rate,
+        threads=checker.threads,
         checkpoint_every=5,
+        pair_margin=checker.pair_margin,
     )
     digests = []
     with tempfile.TemporaryDirectory() as tmp:

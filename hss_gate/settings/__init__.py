@@ -114,7 +114,8 @@ SCHEMA_CHANGES: dict[int, tuple[str, ...]] = {
     ),
 }
 """For each schema_version after the first: the keys it renamed, moved or changed in meaning
-(e.g. "run.corpus -> run.corpora"), named in the error a params.yaml of an older version gets."""
+(e.g. "run.corpus -> run.corpora"), named in the error a params.yaml of an older version gets
+when it holds one of their sections (the text before the first dot)."""
 
 TOP_LEVEL_KEYS = ("schema_version", "hss_gate_version")
 """params.yaml's top-level keys that hold a value, not a section of settings."""
@@ -265,14 +266,15 @@ def check_schema(path: Path, data: Mapping[str, Any]) -> None:
             f"{path}: schema_version {version} is newer than this hss-gate reads "
             f"({SCHEMA_VERSION}): upgrade hss-gate"
         )
-    if version < SCHEMA_VERSION:
-        changed = [
-            key for later in range(version + 1, SCHEMA_VERSION + 1) for key in SCHEMA_CHANGES[later]
-        ]
+    changed = [
+        key for later in range(version + 1, SCHEMA_VERSION + 1) for key in SCHEMA_CHANGES[later]
+    ]
+    # an older file is refused only when it holds a section a later version changed: one that
+    # sets none of them means the same today
+    if any(key.split(".", 1)[0] in data for key in changed):
         raise InputError(
             f"{path}: schema_version {version} is older than {SCHEMA_VERSION}; changed since: "
-            f"{'; '.join(changed) or 'nothing renamed'}: update them and set "
-            f"schema_version: {SCHEMA_VERSION}"
+            f"{'; '.join(changed)}: update them and set schema_version: {SCHEMA_VERSION}"
         )
 
 

@@ -177,12 +177,14 @@ def test_schema_version_older_newer_and_malformed(tmp_path, monkeypatch):
     monkeypatch.setattr(
         settings, "SCHEMA_CHANGES", {2: ("run.corpus -> run.corpora",), 3: ("gate.margin",)}
     )
-    params.write_text("schema_version: 2\n")
+    params.write_text("schema_version: 2\ngate:\n  margin: 0.1\n")
     with pytest.raises(InputError, match=r"schema_version 2 is older than 3; changed since: gate"):
         load_settings(params)
-    params.write_text("perturb:\n  tau: 0.5\n")
+    params.write_text("run:\n  corpus: data\n")
     with pytest.raises(InputError, match=r"run.corpus -> run.corpora; gate.margin"):
         load_settings(params)
+    params.write_text("schema_version: 2\nperturb:\n  tau: 0.5\n")  # no section that changed
+    assert load_settings(params).perturb.tau == 0.5
     params.write_text("schema_version: 4\n")
     with pytest.raises(InputError, match=r"newer than this hss-gate reads \(3\): upgrade"):
         load_settings(params)

@@ -1,0 +1,229 @@
+"""The `entail` checker on every labelled development set (docs/FACTUALITY.md, issue 43).
+
+    PYTHONPATH=. .venv/bin/python scripts/checker_benchmark.py score [--adapter FILE] [--label L]
+    PYTHONPATH=. .venv/bin/python scripts/checker_benchmark.py table [--label L ...]
+    PYTHONPATH=. .venv/bin/python scripts/checker_benchmark.py lodo [--prefix fold_]
+
+`score` reads each pair's summary sentences against their evidence with the claim checker as
+the gate builds it (params.yaml's evidence settings; the shipped adapter unless --adapter) and
+stores the per-sentence scores (--per-set N: N pairs a set drawn with seed 0) in
+outputs/checker_benchmark/<label>.jsonl (resumable). `table`
+aggregates them (mean, min, softmin) and prints ROC AUC per set, the share of production's
+reference summaries below the threshold and seconds per pair. Sets (never copied into the
+repository): SummEdits' four development domains (`evaluation` rows only), the SummaC SummEval
+and FactCC subsets, QAGS CNN/DM and FRANK CNN/DM from ../shared/data/external.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "external"
+OUT = REPO / "outputs" / "checker_benchmark"
+DOMAINS = ("podcast", "sales_call", "samsum", "scitldr")
+
+
+def labelled_sets(data: Path) -> dict[str, list[tuple[str, str, str, int]]]:
+    """Set name -> (id, document, summary, label 1 = consistent)."""
+    from hss_gate.research.factuality_data import qags_pairs, summac_pairs
+
+    out: dict[str, list[tuple[str, str, str, int]]] = {}
+    for domain in DOMAINS:
+        rows = json.loads((data / "summedits" / f"summedits_{domain}.json").read_text())
+        out[domain] = [
+            (f"{domain}-{i}", r["doc"], r["summary"], int(r["label"]))
+            for i, r in enumerate(rows)
+            if r["split"] == "evaluation"
+        ]
+    for name in ("summeval", "factcc"):
+        pairs = summac_pairs(json.loads((data / f"summac_{name}.json").read_text()))
+        out[name] = [(p.id, p.document, p.summary, p.label) for p in pairs]
+    qags = qags_pairs((data / "qags_mturk_cnndm.jsonl").read_text().splitlines())
+    out["qags"] = [(p.id, p.document, p.summary, p.label) for p in qags]
+    documents = {}
+    for line in (data / "frank_cnndm" / "documents.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        documents[rec["doc_id"]] = rec["document"]
+    out["frank"] = []
+    for line in (data / "frank_cnndm" / "summaries.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        out["frank"].append(
+            (
+                f"{rec['doc_id']}|{rec['system']}",
+                documents[rec["doc_id"]],
+                rec["summary"],
+                int(rec["factual"]),
+            )
+        )
+    return out
+
+
+def production_pairs() -> list[tuple[str, str, str, int]]:
+    """Production's reference base summaries (label -1: no human label)."""
+    corpus = {}
+    for line in (REPO / "data" / "reference" / "corpus.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        corpus[rec["doc_id"]] = rec["text"]
+    path = REPO / "data" / "baseline" / "reference" / "summaries.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [
+        (r["doc_id"], corpus[r["doc_id"]], r["summary"], -1)
+        for r in rows
+        if r["strength"] == "base" and r["doc_id"] in corpus
+    ]
+
+
+def cmd_score(args) -> int:
+    from hss_gate.cache import Cache
+    from hss_gate.consistency.checker import load_checker
+    from hss_gate.consistency.model import cached_encoder
+    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.settings import load_settings
+
+    settings = load_settings(str(REPO / "params.yaml"))
+    embedder = SbertEmbedder(settings.score.embedder)
+    encode = cached_encoder(embedder, Cache(REPO / ".hss" / "cache"))
+    options = settings.consistency.entail_options()
+    if args.adapter:
+        options["adapter"] = args.adapter
+    checker = load_checker("entail", "", None, encode, embedder.fingerprint, **options)
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{args.label}.jsonl"
+    done = set()
+    if path.exists():
+        done = {json.loads(line)["key"] for line in path.read_text().splitlines()}
+    sets = labelled_sets(args.data)
+    sets["production"] = production_pairs()
+    with path.open("a", encoding="utf-8") as out:
+        for name in args.sets.split(","):
+            chosen = sets[name]
+            if args.per_set and len(chosen) > args.per_set:
+                chosen = random.Random(0).sample(chosen, args.per_set)
+            todo = [p for p in chosen if f"{name}/{p[0]}" not in done]
+            start = time.perf_counter()
+            for i in range(0, len(todo), args.batch):
+                chunk = todo[i : i + args.batch]
+                for (pid, _, _, label), read in zip(
+                    chunk, checker.read([(d, s) for _, d, s, _ in chunk]), strict=True
+                ):
+                    record = {"key": f"{name}/{pid}", "set": name, "label": label}
+                    out.write(json.dumps(record | {"scores": read.scores}) + "\n")
+                out.flush()
+                took = time.perf_counter() - start
+                print(f"{name}: {i + len(chunk)}/{len(todo)} {took:.0f}s", flush=True)
+            if todo:
+                rate = (time.perf_counter() - start) / len(todo)
+                print(f"{name}: {rate:.3f} s/pair", flush=True)
+    return 0
+
+
+def read_rows(label: str) -> list[dict]:
+    """The stored per-sentence scores of a label, one row per pair (the last one kept)."""
+    rows = [json.loads(x) for x in (OUT / f"{label}.jsonl").read_text().splitlines()]
+    return list({r["key"]: r for r in rows}.values())
+
+
+def cmd_lodo(args) -> int:
+    """Leave one SummEdits domain out: the adapter `fold_<domain>` (trained without it) with
+    the aggregate and threshold of the best mean balanced accuracy on the other three domains,
+    scored on the left-out domain (AUC, balanced accuracy) and on production (flagged share)."""
+    from hss_gate.consistency.calibration import balanced_accuracy, roc_auc
+    from hss_gate.consistency.entail_checker import AGGREGATES, aggregate_scores
+
+    grid = np.round(np.arange(0.02, 0.99, 0.01), 2)
+    found = []
+    for held in DOMAINS:
+        rows = read_rows(f"{args.prefix}{held}")
+        by_set = {name: [r for r in rows if r["set"] == name] for name in (*DOMAINS, "production")}
+        best = (-1.0, "", 0.0)
+        for how in AGGREGATES:
+            for threshold in grid:
+                accuracies = []
+                for name in DOMAINS:
+                    if name == held:
+                        continue
+                    labels = [r["label"] for r in by_set[name]]
+                    scores = [aggregate_scores(r["scores"], how) for r in by_set[name]]
+                    accuracies.append(
+                        balanced_accuracy(labels, [int(x >= threshold) for x in scores])
+                    )
+                best = max(best, (float(np.mean(accuracies)), how, float(threshold)))
+        _, how, threshold = best
+        labels = [r["label"] for r in by_set[held]]
+        scores = [aggregate_scores(r["scores"], how) for r in by_set[held]]
+        production = [aggregate_scores(r["scores"], how) for r in by_set["production"]]
+        row = {
+            "held_out": held,
+            "aggregate": how,
+            "threshold": threshold,
+            "train_bacc": round(best[0], 3),
+            "auc": round(roc_auc(labels, scores), 3),
+            "bacc": round(balanced_accuracy(labels, [int(x >= threshold) for x in scores]), 3),
+            "production_flagged": round(float(np.mean([x < threshold for x in production])), 3),
+        }
+        found.append(row)
+        print(json.dumps(row))
+    for key in ("auc", "bacc", "production_flagged"):
+        values = [r[key] for r in found]
+        worst = max(values) if key == "production_flagged" else min(values)
+        print(f"{key}: mean {np.mean(values):.3f}, worst {worst:.3f}")
+    return 0
+
+
+def cmd_table(args) -> int:
+    from hss_gate.consistency.calibration import roc_auc
+    from hss_gate.consistency.entail_checker import AGGREGATES, aggregate_scores
+    from hss_gate.consistency.entail_release import ENTAIL_THRESHOLD
+
+    for label in args.label.split(","):
+        rows = read_rows(label)
+        print(f"## {label}")
+        for how in AGGREGATES:
+            cells = []
+            for name in (*DOMAINS, "summeval", "factcc", "qags", "frank", "production"):
+                found = [r for r in rows if r["set"] == name]
+                if not found:
+                    continue
+                scores = [aggregate_scores(r["scores"], how) for r in found]
+                if name == "production":
+                    flagged = np.mean([s < ENTAIL_THRESHOLD for s in scores])
+                    cells.append(f"production flagged {flagged:.1%}")
+                else:
+                    auc = roc_auc([r["label"] for r in found], scores)
+                    cells.append(f"{name} {auc:.3f}")
+            print(f"{how}: " + " | ".join(cells))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    score = sub.add_parser("score")
+    score.add_argument("--adapter", help="an adapter file instead of the shipped one")
+    score.add_argument("--label", default="shipped")
+    score.add_argument(
+        "--sets", default=",".join((*DOMAINS, "summeval", "factcc", "qags", "frank", "production"))
+    )
+    score.add_argument("--batch", type=int, default=16)
+    score.add_argument(
+        "--per-set", type=int, default=0, help="at most this many pairs a set (seed 0)"
+    )
+    score.add_argument("--data", type=Path, default=DATA)
+    table = sub.add_parser("table")
+    table.add_argument("--label", default="shipped")
+    lodo = sub.add_parser("lodo")
+    lodo.add_argument("--prefix", default="fold_", help="labels <prefix><domain>")
+    args = parser.parse_args()
+    return {"score": cmd_score, "table": cmd_table, "lodo": cmd_lodo}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
