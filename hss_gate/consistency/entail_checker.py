@@ -17,6 +17,7 @@ digest goes into the fingerprint. Torch loads on the first pair scored, never at
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from hss_gate.consistency.evidence import DEFAULT_NEIGHBOURS, DEFAULT_TOP, choos
 from hss_gate.consistency.model import Encode, VectorCache
 from hss_gate.consistency.novelty import with_words
 from hss_gate.consistency.verdict import Unsupported, Verdict
+from hss_gate.english import ENGLISH_FUNCTION_WORDS
 from hss_gate.errors import ModelError
 from hss_gate.sentences import SPLITTER_VERSION, split_sentences
 
@@ -53,7 +55,7 @@ class PairModel(Protocol):
 
 
 BASE_MODEL = "all-minilm-l6-v2"
-EVIDENCE_VERSION = "ev1"
+EVIDENCE_VERSION = "ev2"  # ev2: a sentence of function words claims nothing
 """Goes into the fingerprint: bump it when the evidence a claim is read against changes."""
 AGGREGATES = ("mean", "min", "softmin")
 SOFTMIN_TEMPERATURE = 0.1
@@ -77,8 +79,14 @@ def aggregate_scores(scores: Sequence[float], how: str) -> float:
 
 
 def claims_of(summary: str) -> list[str]:
-    """The summary's sentences that hold a word or a number: the claims it makes."""
-    return [s for s in split_sentences(summary) if any(c.isalnum() for c in s)]
+    """The summary's sentences that hold a number or a word other than a function word: the
+    claims it makes (a sentence of stop words or punctuation claims nothing)."""
+    return [s for s in split_sentences(summary) if _claims_something(s)]
+
+
+def _claims_something(sentence: str) -> bool:
+    words = re.findall(r"\w+", sentence.lower())
+    return any(w.isdigit() or w not in ENGLISH_FUNCTION_WORDS for w in words)
 
 
 def entail_fingerprint(

@@ -10,6 +10,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hss_gate.consistency.entail_release import checker_trust
 from hss_gate.decision_record import Decision
 from hss_gate.decision_report.gate_figures import (
     categories_svg,
@@ -168,7 +169,8 @@ def decision_html(
         + "".join(_item(text, code) for text, code in coded(decision, reasons=True))
         + "</ul>",
         f"<p>Decided by: <b>{esc(', '.join(decision.decided_by) or 'nothing')}</b>. Consistency "
-        f"checker: <code>{esc(decision.checker or 'n/a')}</code>.</p>",
+        f"checker: <code>{esc(decision.checker or 'n/a')}</code>: "
+        f"{esc(checker_trust(decision.checker))}.</p>",
     ]
     parts += _looks(m)
     if decision.notes:
@@ -319,6 +321,11 @@ def monitor_html(result: Mapping[str, Any]) -> str:
         f"run {esc(str(result.get('run_id')))}.</p>",
         "<ul>" + "".join(f"<li>{esc(r)}</li>" for r in result.get("reasons", [])) + "</ul>",
     ]
+    if result.get("checker"):
+        parts.append(
+            f"<p>Consistency checker <code>{esc(result['checker'])}</code>: "
+            f"{esc(checker_trust(result['checker']))}.</p>"
+        )
     windowed = _windows(result)
     parts += windowed
     floor = floor_table(result)

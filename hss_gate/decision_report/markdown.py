@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hss_gate.consistency.entail_release import checker_trust
 from hss_gate.decision_record import Decision
 from hss_gate.decision_report.sections import (
     FLAGGED_SHOWN,
@@ -80,7 +81,8 @@ def pull_request_comment(decision: Decision) -> str:
         "",
         *[_item(value, code) for value, code in coded(decision, reasons=True)],
         "",
-        f"Decided by: {', '.join(decision.decided_by) or 'nothing'}.",
+        f"Decided by: {', '.join(decision.decided_by) or 'nothing'}. Consistency checker: "
+        f"`{decision.checker or 'n/a'}`: {checker_trust(decision.checker)}.",
     ]
     if decision.notes:
         notes = [_item(value, code) for value, code in coded(decision, reasons=False)]
@@ -135,6 +137,11 @@ def monitor_markdown(result: Mapping[str, Any]) -> str:
         "",
         *[f"- {r}" for r in result.get("reasons", [])],
     ]
+    if result.get("checker"):
+        lines += [
+            "",
+            f"Consistency checker `{result['checker']}`: {checker_trust(result['checker'])}.",
+        ]
     windowed = _windows(result)
     lines += windowed
     if windowed:

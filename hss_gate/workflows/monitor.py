@@ -400,7 +400,8 @@ def monitor_steps(
     checks = steps.compute(
         run_monitor_checks, scores.current, settings.gate, out_dir / "data_docs", run.served_only
     )
-    return attribution | decide_monitor(run, windows, served, scores, checks, steps)
+    checker = {"checker": run.tools.checker.fingerprint}
+    return checker | attribution | decide_monitor(run, windows, served, scores, checks, steps)
 
 
 def run_monitor(

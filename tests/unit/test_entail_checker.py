@@ -145,6 +145,18 @@ def test_a_one_sentence_source_a_long_claim_and_an_empty_source_have_defined_sco
     assert [u.sentence for u in verdicts[2].unsupported] == [COPIED]
 
 
+def test_a_stop_word_summary_and_a_source_in_another_language_have_defined_scores():
+    model = ContainmentModel()
+    german = "Der Stadtrat hat am Montag einen neuen Haushalt beschlossen. Es regnete stark."
+    stop_words, foreign = _checker(model).check(
+        [(SOURCE, "The of and it was."), (german, "The council approved a new budget.")]
+    )
+    assert stop_words.consistency == 1.0 and stop_words.unsupported == ()  # nothing claimed
+    assert foreign.consistency == 0.0  # read against the German evidence: not supported
+    assert [u.sentence for u in foreign.unsupported] == ["The council approved a new budget."]
+    assert "Stadtrat" in foreign.unsupported[0].passage
+
+
 def test_scores_are_cached_per_evidence_and_claim_across_summaries_and_batched():
     model = ContainmentModel()
     checker = _checker(model)
