@@ -11,7 +11,6 @@ import typer
 from hss_gate.cli.common import (
     DEFAULT_PARAMS,
     ParamsOpt,
-    choices,
     cli_settings,
     console,
     fail,
@@ -22,6 +21,7 @@ from hss_gate.cli.common import (
     setting_help,
 )
 from hss_gate.progress import progress_reporter
+from hss_gate.settings import setting_field
 
 FactualityModelOpt = Annotated[
     str | None,
@@ -29,7 +29,8 @@ FactualityModelOpt = Annotated[
         "--model",
         "-m",
         help=setting_help(
-            "consistency.model", f"the checker: {choices('consistency.model')} or hf:<NLI id|dir>"
+            "consistency.model",
+            f"{setting_field('consistency.model').description}; here also hf:<NLI id|dir>",
         ),
     ),
 ]
