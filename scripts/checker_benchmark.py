@@ -3,6 +3,7 @@
     PYTHONPATH=. .venv/bin/python scripts/checker_benchmark.py score [--adapter FILE] [--label L]
     PYTHONPATH=. .venv/bin/python scripts/checker_benchmark.py table [--label L ...]
     PYTHONPATH=. .venv/bin/python scripts/checker_benchmark.py lodo [--prefix fold_]
+    PYTHONPATH=. .venv/bin/python scripts/checker_benchmark.py handcheck [--label L]
 
 `score` reads each pair's summary sentences against their evidence with the claim checker as
 the gate builds it (params.yaml's evidence settings; the shipped adapter unless --adapter) and
@@ -191,6 +192,33 @@ def cmd_lodo(args) -> int:
     return 0
 
 
+def cmd_handcheck(args) -> int:
+    """`--per-group` sentences of production's reference summaries below the threshold and as
+    many above it (drawn with seed 0), each with its score and document, as JSON lines: the
+    hand check's sample (docs/FACTUALITY.md)."""
+    from hss_gate.consistency.entail_checker import claims_of
+    from hss_gate.consistency.entail_release import ENTAIL_THRESHOLD
+
+    documents = {doc_id: (document, summary) for doc_id, document, summary, _ in production_pairs()}
+    sentences = []
+    for row in read_rows(args.label):
+        if row["set"] != "production":
+            continue
+        doc_id = row["key"].split("/", 1)[1]
+        _, summary = documents[doc_id]
+        for claim, score in zip(claims_of(summary), row["scores"], strict=True):
+            sentences.append({"doc_id": doc_id, "sentence": claim, "score": round(score, 4)})
+    threshold = args.threshold if args.threshold is not None else ENTAIL_THRESHOLD
+    flagged = [s for s in sentences if s["score"] < threshold]
+    passed = [s for s in sentences if s["score"] >= threshold]
+    print(f"{len(sentences)} sentences, {len(flagged)} below {threshold}", file=sys.stderr)
+    draw = random.Random(0)
+    for group, items in (("flagged", flagged), ("passed", passed)):
+        for item in draw.sample(items, min(args.per_group, len(items))):
+            print(json.dumps({"group": group} | item))
+    return 0
+
+
 def cmd_table(args) -> int:
     from hss_gate.consistency.calibration import roc_auc
     from hss_gate.consistency.entail_checker import AGGREGATES, aggregate_scores
@@ -239,8 +267,18 @@ def main() -> int:
     lodo.add_argument("--rule", choices=("labels", "production"), default="production")
     lodo.add_argument("--share", type=float, default=0.2, help="--rule production's share")
     lodo.add_argument("--aggregate", help="this aggregate only (default: chosen per fold)")
+    handcheck = sub.add_parser("handcheck")
+    handcheck.add_argument("--label", default="shipped")
+    handcheck.add_argument("--threshold", type=float, help="default: ENTAIL_THRESHOLD")
+    handcheck.add_argument("--per-group", type=int, default=20)
     args = parser.parse_args()
-    return {"score": cmd_score, "table": cmd_table, "lodo": cmd_lodo}[args.command](args)
+    commands = {
+        "score": cmd_score,
+        "table": cmd_table,
+        "lodo": cmd_lodo,
+        "handcheck": cmd_handcheck,
+    }
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

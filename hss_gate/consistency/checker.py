@@ -122,7 +122,7 @@ def load_checker(
     embedder: str,
     *,
     adapter: str | None = None,
-    aggregate: str = "softmin",
+    aggregate: str = "min",
     evidence_top: int = 3,
     evidence_neighbours: int = 1,
     cache: Any = None,

@@ -397,7 +397,7 @@ def load_judge_checker(
     encode: Encode,
     embedder: str,
     threshold: float | None = None,
-    aggregate: str = "softmin",
+    aggregate: str = "min",
     top: int = DEFAULT_TOP,
     neighbours: int = DEFAULT_NEIGHBOURS,
     cache: Cache | None = None,

@@ -105,7 +105,7 @@ SCHEMA_CHANGES: dict[int, tuple[str, ...]] = {
         "consistency.top_k and consistency.chunk_words removed (the entail checker reads each "
         "summary sentence against its evidence: consistency.evidence_top, "
         "consistency.evidence_neighbours)",
-        "consistency.aggregate: softmin added and made the default",
+        "consistency.aggregate: min made the default (softmin added)",
         "checker.snli_pairs, checker.documents, checker.epochs and checker.learning_rate moved "
         "into checker.stages (each stage: snli_pairs, documents, labelled, epochs, "
         "learning_rate); checker.documents' per_document and llm_per_document became "

@@ -265,10 +265,10 @@ class ConsistencySettings(BaseModel):
         description="model entail: the adapter file (None: the shipped one, sha256-pinned; a "
         "file of your own is recorded by its sha256)",
     )
-    aggregate: Literal["softmin", "min", "mean"] = Field(
-        "softmin",
-        description="model entail: the summary sentences' scores -> the consistency (softmin: a "
-        "soft minimum, one unsupported sentence shows)",
+    aggregate: Literal["min", "softmin", "mean"] = Field(
+        "min",
+        description="model entail: the summary sentences' scores -> the consistency (min: its "
+        "least supported sentence, so one unsupported sentence shows; softmin: a soft minimum)",
     )
     evidence_top: int = Field(
         3, ge=1, description="model entail: source sentences SBERT ranks closest to a claim"
