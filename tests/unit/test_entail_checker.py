@@ -213,7 +213,7 @@ def test_a_pinned_adapter_gives_a_checker_without_loading_the_model(tmp_path, mo
     digest = hashlib.sha256(b"adapter bytes").hexdigest()
     _pin(monkeypatch, path, digest)
     checker = _load(evidence_top=4, evidence_neighbours=0, aggregate="min")
-    assert checker.fingerprint == entail_fingerprint(digest, "hashing:64", 4, 0, "min", 0.5)
+    assert checker.fingerprint == entail_fingerprint(digest, "hashing:64", 4, 0, "min", entail_release.ENTAIL_THRESHOLD)
     assert checker.threshold == entail_release.ENTAIL_THRESHOLD
     assert checker.check([(SOURCE, "")])[0].consistency == 1.0  # nothing to score: no model
     own = tmp_path / "own.safetensors"  # a user's adapter: recorded by its digest, not pinned
