@@ -67,14 +67,14 @@ def labelled_sets(data: Path) -> dict[str, list[tuple[str, str, str, int]]]:
     return out
 
 
-def production_pairs() -> list[tuple[str, str, str, int]]:
-    """Production's reference base summaries (label -1: no human label)."""
+def production_pairs(run: Path = REPO / "data" / "baseline" / "reference") -> list[tuple]:
+    """The base summaries of a scored run (production's reference run unless `run`; label -1:
+    no human label), with their documents from the reference corpus."""
     corpus = {}
     for line in (REPO / "data" / "reference" / "corpus.jsonl").read_text().splitlines():
         rec = json.loads(line)
         corpus[rec["doc_id"]] = rec["text"]
-    path = REPO / "data" / "baseline" / "reference" / "summaries.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = [json.loads(line) for line in (run / "summaries.jsonl").read_text().splitlines()]
     return [
         (r["doc_id"], corpus[r["doc_id"]], r["summary"], -1)
         for r in rows
@@ -105,6 +105,8 @@ def cmd_score(args) -> int:
         done = {json.loads(line)["key"] for line in path.read_text().splitlines()}
     sets = labelled_sets(args.data)
     sets["production"] = production_pairs()
+    if args.candidate:
+        sets["candidate"] = production_pairs(Path(args.candidate))
     with path.open("a", encoding="utf-8") as out:
         for name in args.sets.split(","):
             chosen = sets[name]
@@ -193,21 +195,25 @@ def cmd_lodo(args) -> int:
 
 
 def cmd_handcheck(args) -> int:
-    """`--per-group` sentences of production's reference summaries below the threshold and as
-    many above it (drawn with seed 0), each with its score and document, as JSON lines: the
-    hand check's sample (docs/FACTUALITY.md)."""
+    """`--per-group` sentences below the threshold and as many above it (drawn with seed 0) of
+    production's reference summaries and, with --candidate, a candidate's, each with its score
+    and document, as JSON lines: the hand check's sample (docs/FACTUALITY.md)."""
     from hss_gate.consistency.entail_checker import claims_of
     from hss_gate.consistency.entail_release import ENTAIL_THRESHOLD
 
-    documents = {doc_id: (document, summary) for doc_id, document, summary, _ in production_pairs()}
+    runs = {"production": production_pairs()}
+    if args.candidate:
+        runs["candidate"] = production_pairs(Path(args.candidate))
+    summaries = {(name, p[0]): p[2] for name, pairs in runs.items() for p in pairs}
     sentences = []
     for row in read_rows(args.label):
-        if row["set"] != "production":
+        if row["set"] not in runs:
             continue
         doc_id = row["key"].split("/", 1)[1]
-        _, summary = documents[doc_id]
+        summary = summaries[(row["set"], doc_id)]
         for claim, score in zip(claims_of(summary), row["scores"], strict=True):
-            sentences.append({"doc_id": doc_id, "sentence": claim, "score": round(score, 4)})
+            found = {"run": row["set"], "doc_id": doc_id, "sentence": claim}
+            sentences.append(found | {"score": round(score, 4)})
     threshold = args.threshold if args.threshold is not None else ENTAIL_THRESHOLD
     flagged = [s for s in sentences if s["score"] < threshold]
     passed = [s for s in sentences if s["score"] >= threshold]
@@ -254,6 +260,9 @@ def main() -> int:
         "--sets", default=",".join((*DOMAINS, "summeval", "factcc", "qags", "frank", "production"))
     )
     score.add_argument("--batch", type=int, default=16)
+    score.add_argument(
+        "--candidate", help="a scored run's folder (its base summaries: set candidate)"
+    )
     score.add_argument("--top", type=int, default=0, help="evidence_top (0: params.yaml's)")
     score.add_argument("--neighbours", type=int, default=1, help="evidence_neighbours with --top")
     score.add_argument(
@@ -271,6 +280,7 @@ def main() -> int:
     handcheck.add_argument("--label", default="shipped")
     handcheck.add_argument("--threshold", type=float, help="default: ENTAIL_THRESHOLD")
     handcheck.add_argument("--per-group", type=int, default=20)
+    handcheck.add_argument("--candidate", help="the scored run `score --candidate` read")
     args = parser.parse_args()
     commands = {
         "score": cmd_score,

@@ -47,6 +47,6 @@ def checker_trust(fingerprint: str) -> str:
             "(docs/FACTUALITY.md)"
         )
     return (
-        f"this {name} checker's accuracy on one-fact changes of LLM summaries is not measured "
-        "here (docs/FACTUALITY.md has the shipped entail checker's)"
+        f"how well the {name} checker tells a one-fact change of an LLM's summary from a "
+        "rewording is not measured (docs/FACTUALITY.md has the shipped entail checker's figures)"
     )

@@ -243,3 +243,13 @@ def test_verified_adapter_returns_the_digest_of_a_user_file(tmp_path):
     path = tmp_path / "a.safetensors"
     path.write_bytes(b"x")
     assert entail_checker.verified_adapter(path, None) == hashlib.sha256(b"x").hexdigest()
+
+
+def test_reports_state_the_shipped_checkers_measured_trust_and_no_number_for_another():
+    shipped = f"entail:{entail_release.ENTAIL_ADAPTER_SHA256[:12]}:sbert:x:split-v2:ev2:t3n1:min"
+    said = entail_release.checker_trust(shipped)
+    assert f"ROC AUC {entail_release.ENTAIL_LODO_AUC:.2f}" in said
+    assert f"balanced accuracy {entail_release.ENTAIL_LODO_BALANCED_ACCURACY:.2f}" in said
+    for other in (f"entail:{'0' * 12}:sbert", "sbert-zs:x", "judge:openai:http://h/v1"):
+        assert "not measured" in entail_release.checker_trust(other)
+        assert "ROC AUC" not in entail_release.checker_trust(other)
