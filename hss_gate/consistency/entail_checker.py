@@ -55,7 +55,7 @@ class PairModel(Protocol):
 
 
 BASE_MODEL = "all-minilm-l6-v2"
-EVIDENCE_VERSION = "ev2"  # ev2: a sentence of function words claims nothing
+EVIDENCE_VERSION = "ev3"  # ev2: a sentence of function words claims nothing; ev3: one batch a summary
 """Goes into the fingerprint: bump it when the evidence a claim is read against changes."""
 AGGREGATES = ("mean", "min", "softmin")
 SOFTMIN_TEMPERATURE = 0.1
@@ -116,7 +116,7 @@ class ReadClaims:
 class ClaimChecker:
     """The `entail` Checker: each summary sentence against its evidence. Scores are kept per
     (evidence, sentence) for the instance's life, so a document's base and perturbed summaries
-    share them; all new pairs of one `check` call go to the encoder in one batch."""
+    share them; a summary's new pairs go to the encoder in one batch."""
 
     def __init__(
         self,
@@ -155,18 +155,21 @@ class ClaimChecker:
         return out
 
     def read(self, pairs: Sequence[tuple[str, str]]) -> list[ReadClaims]:
-        """Each summary's claims, each claim's evidence and score (all new pairs scored in one
-        batch)."""
+        """Each summary's claims, each claim's evidence and score (a summary's new pairs scored
+        in one batch, so a score does not depend on which summaries share a call: padding
+        changes the last digits)."""
         planned = []
         for source, summary in pairs:
             claims = claims_of(summary)
             sentences = split_sentences(source) if claims else []
             planned.append((claims, self.evidence(sentences, claims)))
-        wanted = [(e, c) for claims, ev in planned for e, c in zip(ev, claims, strict=True) if e]
-        todo = [pair for pair in dict.fromkeys(wanted) if pair not in self._pairs]
-        if todo:
-            found = self._model([p for p, _ in todo], [h for _, h in todo])
-            self._pairs.update(zip(todo, (float(np.clip(v, 0, 1)) for v in found), strict=True))
+        for claims, evidence in planned:  # one batch a summary, however the calls group them
+            wanted = [(e, c) for e, c in zip(evidence, claims, strict=True) if e]
+            todo = [pair for pair in dict.fromkeys(wanted) if pair not in self._pairs]
+            if todo:
+                found = self._model([p for p, _ in todo], [h for _, h in todo])
+                scores = (float(np.clip(v, 0, 1)) for v in found)
+                self._pairs.update(zip(todo, scores, strict=True))
         return [
             ReadClaims(
                 tuple(claims),

@@ -46,6 +46,7 @@ class ContainmentModel:
 
     def __init__(self, max_length: int = 40) -> None:
         self.pairs: list[tuple[str, str]] = []
+        self.batches: list[list[tuple[str, str]]] = []
         self.max_length = max_length
 
     def count_tokens(self, text: str) -> int:
@@ -53,6 +54,7 @@ class ContainmentModel:
 
     def __call__(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         self.pairs.extend(zip(premises, hypotheses, strict=True))
+        self.batches.append(list(zip(premises, hypotheses, strict=True)))
         return np.array(
             [float(_words(h) <= _words(p)) for p, h in zip(premises, hypotheses, strict=True)]
         )
@@ -162,9 +164,19 @@ def test_scores_are_cached_per_evidence_and_claim_across_summaries_and_batched()
     checker = _checker(model)
     checker.check([(SOURCE, f"{COPIED} {INVENTED}"), (SOURCE, COPIED)])
     assert len(model.pairs) == 2  # the repeated claim scored once, both in one batch
+    assert len(model.batches) == 1
     checker.check([(SOURCE, f"{COPIED} The river rose by three metres.")])  # a perturbed one
     assert len(model.pairs) == 3  # the copied sentence's pair was kept
     assert len(set(model.pairs)) == len(model.pairs)
+
+
+def test_batches_are_per_summary_so_scores_do_not_depend_on_how_calls_group_summaries():
+    together, apart = ContainmentModel(), ContainmentModel()
+    first, second = (SOURCE, f"{COPIED} {INVENTED}"), (SOURCE, "Heavy rain fell overnight.")
+    _checker(together).check([first, second])
+    _checker(apart).check([first])
+    _checker(apart).check([second])
+    assert together.batches == apart.batches  # the same inputs padded together: same digits
 
 
 def test_the_fingerprint_names_adapter_encoder_splitter_evidence_and_decision():
