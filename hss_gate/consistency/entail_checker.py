@@ -55,7 +55,8 @@ class PairModel(Protocol):
 
 
 BASE_MODEL = "all-minilm-l6-v2"
-EVIDENCE_VERSION = "ev3"  # ev2: a sentence of function words claims nothing; ev3: one batch a summary
+EVIDENCE_VERSION = "ev4"  # ev2: function words claim nothing; ev3: one batch a summary;
+# ev4: a claim its evidence quotes word for word is supported (1.0)
 """Goes into the fingerprint: bump it when the evidence a claim is read against changes."""
 AGGREGATES = ("mean", "min", "softmin")
 SOFTMIN_TEMPERATURE = 0.1
@@ -87,6 +88,18 @@ def claims_of(summary: str) -> list[str]:
 def _claims_something(sentence: str) -> bool:
     words = re.findall(r"\w+", sentence.lower())
     return any(w.isdigit() or w not in ENGLISH_FUNCTION_WORDS for w in words)
+
+
+def _words_of(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def quoted(evidence: str, claim: str) -> bool:
+    """Does the evidence hold the claim word for word (case and punctuation aside)? Such a claim
+    is supported by identity; the trained encoder is not asked (it scored some verbatim source
+    sentences near 0: docs/FACTUALITY.md)."""
+    words = _words_of(claim)
+    return bool(words) and f" {words} " in f" {_words_of(evidence)} "
 
 
 def entail_fingerprint(
@@ -166,6 +179,8 @@ class ClaimChecker:
         for claims, evidence in planned:  # one batch a summary, however the calls group them
             wanted = [(e, c) for e, c in zip(evidence, claims, strict=True) if e]
             todo = [pair for pair in dict.fromkeys(wanted) if pair not in self._pairs]
+            self._pairs.update((pair, 1.0) for pair in todo if quoted(*pair))
+            todo = [pair for pair in todo if pair not in self._pairs]
             if todo:
                 found = self._model([p for p, _ in todo], [h for _, h in todo])
                 scores = (float(np.clip(v, 0, 1)) for v in found)

@@ -14,23 +14,24 @@ SOURCE = (
     "Opposition leader Mark Green called the budget too small."
 )
 
-# (supported, the same claim with one fact changed)
+# (supported in other words, the same claim with one fact changed): rewordings, so the encoder
+# reads each (a claim the source quotes word for word is supported without it)
 TWINS = [
     (
-        "The city council approved a budget of 12 million dollars on Tuesday.",
-        "The city council approved a budget of 40 million dollars on Tuesday.",
+        "On Tuesday the council approved a 12 million dollar budget.",
+        "On Tuesday the council approved a 40 million dollar budget.",
     ),
     (
-        "Mayor Anna Lopez said the money would repair roads and schools.",
-        "Mark Green said the money would repair roads and schools.",
+        "According to Mayor Anna Lopez, the money will repair roads and schools.",
+        "According to Mark Green, the money will repair roads and schools.",
     ),
     (
-        "The plan starts in March.",
-        "The plan does not start in March.",
+        "The plan begins in March.",
+        "The plan does not begin in March.",
     ),
     (
-        "Mark Green called the budget too small.",
-        "Mark Green called the budget too large.",
+        "Mark Green said the budget was too small.",
+        "Mark Green said the budget was too large.",
     ),
 ]
 

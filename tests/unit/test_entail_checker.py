@@ -31,7 +31,7 @@ SOURCE = (
     "new roads. Heavy rain fell across the region overnight. The river rose by two metres. "
     "The local bakery sells fresh bread every morning. The team won the final match in May."
 )
-COPIED = "The river rose by two metres."
+COPIED = "The river rose two metres."  # its words are the source's, not quoted
 INVENTED = "Aliens landed beside the stadium yesterday."
 SHA = "ab" * 32
 
@@ -117,7 +117,7 @@ def test_copied_and_invented_sentence_the_invented_one_listed_beside_its_evidenc
 def test_the_claim_is_read_against_its_own_evidence_not_the_whole_source():
     model = ContainmentModel()
     _checker(model, top=1, neighbours=0).check([(SOURCE, COPIED)])
-    assert model.pairs == [(COPIED, COPIED)]  # the one closest sentence, nothing else
+    assert model.pairs == [("The river rose by two metres.", COPIED)]  # the one closest sentence, nothing else
     model = ContainmentModel()
     _checker(model, top=1, neighbours=1).check([(SOURCE, COPIED)])
     premise = model.pairs[0][0]
@@ -265,3 +265,17 @@ def test_reports_state_the_shipped_checkers_measured_trust_and_no_number_for_ano
     for other in (f"entail:{'0' * 12}:sbert", "sbert-zs:x", "judge:openai:http://h/v1"):
         assert "not measured" in entail_release.checker_trust(other)
         assert "ROC AUC" not in entail_release.checker_trust(other)
+
+
+def test_a_claim_its_evidence_quotes_word_for_word_is_supported_without_the_model():
+    model = ContainmentModel()
+    never = lambda premises, hypotheses: np.zeros(len(premises))  # noqa: E731
+    never.count_tokens, never.max_length = model.count_tokens, model.max_length  # type: ignore[attr-defined]
+    checker = ClaimChecker(never, HashingEmbedder(256).encode, "test", 0.5, "min", 1, 1)
+    quote, reworded = "the river ROSE by two metres!", "The river climbed two metres."
+    verdicts = checker.check([(SOURCE, quote), (SOURCE, reworded)])
+    assert verdicts[0].consistency == 1.0  # case and punctuation aside, the source says it
+    assert verdicts[1].consistency == 0.0  # a rewording still goes to the encoder
+    assert entail_checker.quoted("The river rose by two metres.", "rose by two") is True
+    assert entail_checker.quoted("The river rose by two metres.", "rose by twenty") is False
+    assert entail_checker.quoted("The riverside.", "river") is False  # whole words only
