@@ -21,16 +21,16 @@ ENTAIL_ADAPTER_SHA256 = "9fdc7e7c2dcf2daa2de3a2ae2f345dfec3dd92110d9b7de33aebfe6
 # the score below which 20% of production's 48 reference summaries fall under the shipped
 # adapter (aggregate min), the issue's ceiling on the share flagged. No label chose it: a
 # threshold chosen for the best balanced accuracy on three SummEdits domains did worse on the
-# fourth (0.547 against 0.581, leave one domain out) and flagged 48-77% of production's
+# fourth (0.547 against 0.585, leave one domain out) and flagged 44-73% of production's
 # summaries. The adapter's probabilities are not calibrated: read it as a rank, not a P.
-ENTAIL_THRESHOLD = 0.044
+ENTAIL_THRESHOLD = 0.049
 
 # How far a verdict of the shipped checker can be trusted, as every report states it: the
 # shipped recipe's leave-one-domain-out figures on the four SummEdits development domains (each
 # domain's AUC and balanced accuracy with an adapter trained without it, at the aggregate and
 # threshold chosen on the other three; scripts/checker_benchmark.py lodo, docs/FACTUALITY.md).
-ENTAIL_LODO_AUC: float | None = 0.64  # per domain 0.645, 0.832, 0.624, 0.449
-ENTAIL_LODO_BALANCED_ACCURACY: float | None = 0.58  # per domain 0.585, 0.588, 0.635, 0.516
+ENTAIL_LODO_AUC: float | None = 0.64  # per domain 0.645, 0.832, 0.624, 0.457
+ENTAIL_LODO_BALANCED_ACCURACY: float | None = 0.58  # per domain 0.585, 0.588, 0.655, 0.510
 
 
 def checker_trust(fingerprint: str) -> str:

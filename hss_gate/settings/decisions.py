@@ -101,11 +101,11 @@ class GateSettings(BaseModel):
     )
     attribution: GateAttributionSettings = Field(default_factory=GateAttributionSettings)
     consistency_margin: float = Field(
-        0.07,
+        0.08,
         ge=0.0,
         le=1.0,
         description="block when mean consistency falls significantly by more (in the units of "
-        "consistency.model: entail 0.07, invented-sbert 0.07, sbert 0.03)",
+        "consistency.model: entail 0.08, invented-sbert 0.07, sbert 0.03)",
     )
     max_low_consistency_share: float = Field(
         0.29,
