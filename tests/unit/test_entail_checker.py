@@ -117,7 +117,9 @@ def test_copied_and_invented_sentence_the_invented_one_listed_beside_its_evidenc
 def test_the_claim_is_read_against_its_own_evidence_not_the_whole_source():
     model = ContainmentModel()
     _checker(model, top=1, neighbours=0).check([(SOURCE, COPIED)])
-    assert model.pairs == [("The river rose by two metres.", COPIED)]  # the one closest sentence, nothing else
+    assert model.pairs == [
+        ("The river rose by two metres.", COPIED)
+    ]  # the one closest sentence, nothing else
     model = ContainmentModel()
     _checker(model, top=1, neighbours=1).check([(SOURCE, COPIED)])
     premise = model.pairs[0][0]
@@ -225,7 +227,9 @@ def test_a_pinned_adapter_gives_a_checker_without_loading_the_model(tmp_path, mo
     digest = hashlib.sha256(b"adapter bytes").hexdigest()
     _pin(monkeypatch, path, digest)
     checker = _load(evidence_top=4, evidence_neighbours=0, aggregate="min")
-    assert checker.fingerprint == entail_fingerprint(digest, "hashing:64", 4, 0, "min", entail_release.ENTAIL_THRESHOLD)
+    assert checker.fingerprint == entail_fingerprint(
+        digest, "hashing:64", 4, 0, "min", entail_release.ENTAIL_THRESHOLD
+    )
     assert checker.threshold == entail_release.ENTAIL_THRESHOLD
     assert checker.check([(SOURCE, "")])[0].consistency == 1.0  # nothing to score: no model
     own = tmp_path / "own.safetensors"  # a user's adapter: recorded by its digest, not pinned

@@ -32,7 +32,7 @@ SOURCE = (
     "The council approved a new budget on Monday. The mayor said the city could not afford "
     "new roads. Heavy rain fell across the region overnight. The river rose by two metres."
 )
-SUPPORTED = "The river rose by two metres."
+SUPPORTED = "The river rose two metres."  # not a quote: a quote is supported unasked
 CHANGED = "The river rose by five metres."
 
 

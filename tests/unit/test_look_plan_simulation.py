@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hss_gate.settings import GateSettings
+from hss_gate.settings import GateSettings, load_settings
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit
@@ -79,6 +79,7 @@ def test_noise_estimated_from_two_score_tables(tmp_path, capsys, monkeypatch):
     )
     out = capsys.readouterr().out
     assert "(60 documents): paired difference consistency mean -0.0" in out
-    assert "| looks | spending | levels | false blocks at -0.05 |" in out
+    margin = load_settings(REPO / "params.yaml").gate.consistency_margin  # as the script reads it
+    assert f"| looks | spending | levels | false blocks at -{margin:g} |" in out
     assert "| 24,48 | bonferroni | 0.9750 0.9750 |" in out
     assert "100.0% (24.0)" in out  # -0.3 is blocked at the first look
