@@ -290,7 +290,9 @@ def test_served_only_checks_what_was_served_without_scoring(
     assert "INSUFFICIENT DATA" in result.output or blocking
     low = next(s for s in report["served"] if s["signal"] == "live_low_consistency")
     assert low["rise"] is swapped
-    assert (low["live_mean"] == 1.0) is swapped
+    # copied sentences are all supported; of the 8 summaries of another document the claim
+    # checker flags 6 at its threshold (the chunked checker before it flagged all 8)
+    assert low["live_mean"] >= 0.75 if swapped else low["live_mean"] == 0.0
     floor = any("served summaries" in r for r in report["reasons"])
     assert floor is blocking
     assert bool(report["notes"]) is (swapped and not blocking)
