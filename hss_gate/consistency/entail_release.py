@@ -1,5 +1,6 @@
 """The shipped adapter of the `entail` checker: its file, the sha256 it must have and the
-checker's threshold (the numbers a release pins; filled in when the trained adapter lands).
+checker's threshold and its measured trust (the numbers a release pins, from the measurements
+in docs/FACTUALITY.md).
 
 The adapter is verified against ENTAIL_ADAPTER_SHA256 before it is loaded: a missing file, a
 file of another digest or an empty pin each stop the checker with a ModelError (the gate fails
@@ -27,8 +28,9 @@ ENTAIL_THRESHOLD = 0.049
 
 # How far a verdict of the shipped checker can be trusted, as every report states it: the
 # shipped recipe's leave-one-domain-out figures on the four SummEdits development domains (each
-# domain's AUC and balanced accuracy with an adapter trained without it, at the aggregate and
-# threshold chosen on the other three; scripts/checker_benchmark.py lodo, docs/FACTUALITY.md).
+# domain's AUC and balanced accuracy with an adapter trained without it, the aggregate chosen
+# on the other three, the threshold production's 20% quantile under that adapter;
+# scripts/checker_benchmark.py lodo --rule production --aggregate min, docs/FACTUALITY.md).
 ENTAIL_LODO_AUC: float | None = 0.64  # per domain 0.645, 0.832, 0.624, 0.457
 ENTAIL_LODO_BALANCED_ACCURACY: float | None = 0.58  # per domain 0.585, 0.588, 0.655, 0.510
 
