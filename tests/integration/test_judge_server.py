@@ -31,7 +31,7 @@ PAIRS = [
     (
         "The council approved a new budget on Monday. The mayor said the city could not "
         "afford new roads. Heavy rain fell across the region overnight.",
-        "The council approved a new budget on Monday.",
+        "On Monday the council approved a new budget.",  # not a quote: the judge is asked
     ),
     (
         "The council approved a new budget on Monday. The mayor said the city could not "
