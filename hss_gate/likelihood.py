@@ -579,7 +579,9 @@ class GgufLikelihood:
 
     def _load(self) -> Any:
         if self._server is None:
-            self._server = start_server(self.path, self.threads, self.parallel, self.settings.n_ctx)
+            self._server = start_server(
+                self.path, self.threads, self.parallel, self.settings.n_ctx, None, self.settings
+            )
         return self._server
 
     def _request(self, document: str, grammar: str, max_tokens: int) -> list[dict[str, Any]]:

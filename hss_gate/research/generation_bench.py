@@ -1,13 +1,15 @@
 """`hss bench` generation section: where a summary's time goes in llama.cpp, and what prefix
-reuse and n-gram speculation change.
+reuse, n-gram speculation and the prefill levers change.
 
 For each GGUF model, the first documents' original and perturbed texts (rebuilt from the
 versioned reference run's edit log, so every model summarizes the same texts) are summarized
-four ways: plain, with prefix reuse, with n-gram speculation, with both. Two single-thread
-copies run two of the ways at once, as the gate's two workers do. From llama.cpp's own timings:
-prefill and decode tokens per second and their share of the engine's time, prompt tokens reused,
-drafted and accepted tokens, and how many summaries are byte-identical to the plain way's (and,
-for the production model, to the stored reference run's).
+eight ways: plain, with prefix reuse, with n-gram speculation, with both, with flash attention
+off, with a 2048-token prefill step, with an int8 KV cache, and plain again (the noise). Two
+single-thread copies run two of the ways at once, as the gate's two workers do. From
+llama.cpp's own timings: prefill and decode tokens per second and their share of the engine's
+time, prompt tokens reused, drafted and accepted tokens, and how many summaries are
+byte-identical to the plain way's (and, for the production model, to the stored reference
+run's).
 """
 
 from __future__ import annotations
@@ -24,8 +26,19 @@ WAYS = {
     "prefix_reuse": {"prefix_reuse": True},
     "ngram": {"speculative": "ngram"},
     "prefix_reuse+ngram": {"prefix_reuse": True, "speculative": "ngram"},
+    # the prefill levers (issue 44): flash attention off, a prefill step of 2048 tokens (a
+    # whole prompt at once), an int8 KV cache
+    "flash_off": {"flash_attention": "off"},
+    "ubatch_2048": {"ubatch": 2048},
+    "kv_q8": {"kv_cache": "q8_0"},
+    "plain_again": {},  # plain's time on the other copy: how far two runs of one way differ
 }
-PAIRS = (("plain", "prefix_reuse"), ("ngram", "prefix_reuse+ngram"))  # run side by side
+PAIRS = (  # run side by side
+    ("plain", "prefix_reuse"),
+    ("ngram", "prefix_reuse+ngram"),
+    ("flash_off", "ubatch_2048"),
+    ("kv_q8", "plain_again"),
+)
 
 
 def stored_texts(baseline_dir: str | Path, corpus: Sequence[Any], documents: int) -> list[Any]:
@@ -84,7 +97,7 @@ def same_share(a: Sequence[str], b: Sequence[str]) -> float:
 
 
 def model_section(model: str, settings: Any, rows: Sequence[Any], production: bool) -> dict:
-    """The four ways for one model, two at a time on two single-thread copies."""
+    """The ways for one model, two at a time on two single-thread copies."""
     texts = [text for _, text, _ in rows]
     results: dict[str, dict[str, Any]] = {}
     for pair in PAIRS:

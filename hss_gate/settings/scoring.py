@@ -137,12 +137,21 @@ class GenerateSettings(BaseModel):
     )
     speculative_ngram: int = Field(3, ge=1, le=16, description="ngram: the n-gram looked up")
     speculative_draft: int = Field(8, ge=1, le=64, description="ngram: most drafted tokens")
+    flash_attention: Literal["auto", "on", "off"] = Field(
+        "auto", description="GGUF: llama.cpp's flash attention (auto: its own choice)"
+    )
+    ubatch: int = Field(
+        512, ge=32, le=8192, description="GGUF: tokens a prefill step computes at once"
+    )
+    kv_cache: Literal["f16", "q8_0"] = Field(
+        "f16", description="GGUF: the KV cache's number type (q8_0: int8 blocks)"
+    )
 
-    @field_validator("speculative", mode="before")
+    @field_validator("speculative", "flash_attention", mode="before")
     @classmethod
     def _yaml_off(cls, value: object) -> object:
-        """YAML 1.1 reads an unquoted `off` as false."""
-        return "off" if value is False else value
+        """YAML 1.1 reads an unquoted `off` as false (and `on` as true)."""
+        return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
 
     @property
     def summary_sentences(self) -> int:

@@ -83,10 +83,13 @@ def sentences_grammar(sentences: int, version: str = "v1") -> str:
     return f'root ::= " "? s{more}\n{SENTENCE_RULES[version]}\n'
 
 
+PREFILL_DEFAULTS: dict[str, object] = {"flash_attention": "auto", "ubatch": 512, "kv_cache": "f16"}
+
+
 def engine_fields(settings: GenerateSettings) -> dict[str, object]:
     """The engine settings that can change a greedy summary: the token budget as resolved,
-    the stop strings, the sentence grammar, parallel slots, prefix reuse and speculation (its
-    sizes only when on)."""
+    the stop strings, the sentence grammar, parallel slots, prefix reuse, speculation (its
+    sizes only when on) and the prefill levers (only when moved from their defaults)."""
     fields: dict[str, object] = settings.model_dump(
         include={"max_input_words", "n_ctx", "parallel", "stop", "prefix_reuse", "speculative"}
     )
@@ -95,6 +98,10 @@ def engine_fields(settings: GenerateSettings) -> dict[str, object]:
     fields["max_new_tokens"] = settings.token_budget
     if settings.speculative != "off":
         fields["draft"] = [settings.speculative_ngram, settings.speculative_draft]
+    # the prefill levers, only when moved from llama.cpp's defaults (earlier keys unchanged)
+    for lever, default in PREFILL_DEFAULTS.items():
+        if getattr(settings, lever) != default:
+            fields[lever] = getattr(settings, lever)
     return fields
 
 

@@ -125,11 +125,17 @@ def resolve_gguf_model(name_or_path: str, models_dir: str) -> tuple[Path, str, P
 
 
 def start_server(
-    path: str | Path, threads: int, parallel: int, n_ctx: int, draft: tuple[int, int] | None = None
+    path: str | Path,
+    threads: int,
+    parallel: int,
+    n_ctx: int,
+    draft: tuple[int, int] | None = None,
+    settings: GenerateSettings | None = None,
 ) -> Any:
     """An in-process llama.cpp server (xllamacpp) with `parallel` slots of `n_ctx` tokens;
     `draft` (n-gram size, most drafted tokens) turns on llama.cpp's ngram-simple speculation
-    (`--spec-type ngram-simple --spec-ngram-size-n N --spec-ngram-size-m M`)."""
+    (`--spec-type ngram-simple --spec-ngram-size-n N --spec-ngram-size-m M`); `settings`: the
+    prefill levers (flash attention, ubatch, KV cache type; None: llama.cpp's defaults)."""
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -140,6 +146,17 @@ def start_server(
     params.cpuparams_batch.n_threads = threads
     params.warmup = False
     params.verbosity = -1
+    if settings is not None:
+        flash = xllamacpp.llama_flash_attn_type
+        params.flash_attn_type = {
+            "auto": flash.LLAMA_FLASH_ATTN_TYPE_AUTO,
+            "on": flash.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+            "off": flash.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+        }[settings.flash_attention]
+        params.n_ubatch = settings.ubatch
+        params.n_batch = max(params.n_batch, settings.ubatch)
+        kv = {"f16": xllamacpp.ggml_type.GGML_TYPE_F16, "q8_0": xllamacpp.ggml_type.GGML_TYPE_Q8_0}
+        params.cache_type_k = params.cache_type_v = kv[settings.kv_cache]
     if draft is not None:
         params.speculative.types = [
             xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE
@@ -232,6 +249,7 @@ class GgufSummarizer:
             self.settings.parallel,
             self.settings.n_ctx,
             speculative_draft(self.settings),
+            self.settings,
         )
 
     def _load(self) -> Any:

@@ -40,10 +40,21 @@ def _fake_xllamacpp() -> types.ModuleType:
             cpuparams=namespace(n_threads=0),
             cpuparams_batch=namespace(n_threads=0),
             speculative=namespace(types=["none"], ngram_simple=ngram),
+            flash_attn_type="auto",
+            n_batch=2048,
+            n_ubatch=512,
+            cache_type_k="f16",
+            cache_type_v="f16",
         )
 
     module.CommonParams = common_params
     module.common_speculative_type = namespace(COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE="ngram-simple")
+    module.llama_flash_attn_type = namespace(
+        LLAMA_FLASH_ATTN_TYPE_AUTO="auto",
+        LLAMA_FLASH_ATTN_TYPE_ENABLED="on",
+        LLAMA_FLASH_ATTN_TYPE_DISABLED="off",
+    )
+    module.ggml_type = namespace(GGML_TYPE_F16="f16", GGML_TYPE_Q8_0="q8_0")
     module.Server = FakeServer
     return module
 
@@ -77,6 +88,21 @@ def test_speculation_and_its_sizes_reach_the_engine(engine):
     assert plain._server.params.speculative.types == ["none"]
 
 
+def test_the_prefill_levers_reach_the_engine(engine):
+    summarizer = engine(flash_attention="off", ubatch=4096, kv_cache="q8_0", workers=1)
+    summarizer.summarize(["One document about a bakery."])
+    params = summarizer._server.params
+    assert params.flash_attn_type == "off"
+    assert (params.n_ubatch, params.n_batch) == (4096, 4096)  # a batch holds its ubatches
+    assert (params.cache_type_k, params.cache_type_v) == ("q8_0", "q8_0")
+
+    plain = engine(workers=1)
+    plain.summarize(["One document about a bakery."])
+    params = plain._server.params
+    assert (params.flash_attn_type, params.n_ubatch, params.n_batch) == ("auto", 512, 2048)
+    assert params.cache_type_k == "f16"
+
+
 def test_requests_carry_the_derived_budget_the_stops_and_the_prefix_setting(engine):
     summarizer = engine(summary_words=40, length_headroom=2.0, prefix_reuse=True, workers=1)
     summarizer.summarize(["A document."])
@@ -104,12 +130,17 @@ def test_each_generation_setting_is_part_of_the_fingerprint(engine):
         "stop": engine(stop=[]).fingerprint,
         "budget": engine(length_headroom=2.0).fingerprint,
         "length": engine(summary_words=30).fingerprint,
+        "flash attention": engine(flash_attention="off").fingerprint,
+        "ubatch": engine(ubatch=2048).fingerprint,
+        "kv cache": engine(kv_cache="q8_0").fingerprint,
     }
     assert len({base, *changed.values()}) == len(changed) + 1
     # sizes of a speculation that is off change nothing
     assert engine(speculative_draft=4).fingerprint == base
     # an explicit budget equal to the derived one is the same budget
     assert engine(max_new_tokens=GenerateSettings().token_budget).fingerprint == base
+    # the levers at llama.cpp's own defaults keep the stored baselines' fingerprints
+    assert engine(flash_attention="auto", ubatch=512, kv_cache="f16").fingerprint == base
 
 
 def test_a_text_goes_to_the_copy_whose_cache_shares_its_longest_prefix(engine):
@@ -126,6 +157,8 @@ def test_a_text_goes_to_the_copy_whose_cache_shares_its_longest_prefix(engine):
 
 def test_yaml_off_reads_as_off():
     assert GenerateSettings(speculative=False).speculative == "off"
+    assert GenerateSettings(flash_attention=False).flash_attention == "off"
+    assert GenerateSettings(flash_attention=True).flash_attention == "on"
     with pytest.raises(ValueError):
         GenerateSettings(speculative="medusa")
 
