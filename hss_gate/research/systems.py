@@ -37,12 +37,12 @@ from hss_gate.errors import InputError
 from hss_gate.gate_checks import severity_checks
 from hss_gate.jsonl import read_jsonl
 from hss_gate.paired_comparison import compare
-from hss_gate.sequential import look_confidence, look_record, look_sizes, stratified_order
+from hss_gate.sequential import look_levels, look_plan, look_record, stratified_order
 from hss_gate.settings import GateSettings
 from hss_gate.severity import paired_t_ci
 
 HUMAN_LEVEL = 0.95
-CATEGORY = "all"  # a file of system summaries has no categories: one (look_sizes: 5 equal looks)
+CATEGORY = "all"  # a file of system summaries has no categories: one (auto looks: 5 equal ones)
 SHARE_MARGINS = (0.0, 0.02, 0.05)
 """The alternative rule's margins: it blocks when the candidate's share of summaries the checker
 finds unsupported rises significantly beyond the margin. 0.02 (the unsupported-entity margin) is
@@ -254,16 +254,18 @@ def gate_call(
     seed: int = 0,
 ) -> GateCall:
     """The gate's decision on the candidate's rows against production's (paired by doc_id):
-    look by look as `hss gate` does (`sequential`), or in one look as `hss gate --full`.
+    look by look as `hss gate` does (`sequential`: gate.looks and gate.alpha_spending), or in
+    one look as `hss gate --full`.
     `relative`: the facts bounds follow production's own values on the same documents (as the
     gate does; False: the absolute bounds alone). The bootstrap (`resamples`) only serves the
     signals that do not decide (the deciding ones get a paired Student-t CI)."""
     cand, prod = paired_documents(candidate, production)
-    plan = look_sizes(len(cand), len({r["category"] for r in cand}), full=not sequential)
-    level = look_confidence(confidence, len(plan))
+    categories = len({r["category"] for r in cand})
+    plan = look_plan(len(cand), categories, gate.looks, full=not sequential).sizes
+    levels = look_levels(confidence, plan, gate.alpha_spending)
     looks: list[dict[str, Any]] = []
     verdict, n = "continue", 0
-    for i, n in enumerate(plan):
+    for i, (n, level) in enumerate(zip(plan, levels, strict=True)):
         comparison = compare(cand[:n], prod[:n], resamples=resamples, confidence=level, seed=seed)
         judged = judge_look(
             comparison,

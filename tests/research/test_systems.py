@@ -136,6 +136,22 @@ def test_the_gate_blocks_a_clear_fall_early_and_promotes_an_equal_system():
     assert single.looks[0]["confidence"] == pytest.approx(0.95)
 
 
+def test_the_gate_looks_where_gate_looks_says_at_its_spending_levels():
+    """`hss systems` replays `hss gate`'s look plan: gate.looks and gate.alpha_spending."""
+    from hss_gate.sequential import look_levels
+
+    rng = np.random.default_rng(0)
+    prod = rng.uniform(0.6, 1.0, 100)
+    worse = np.clip(prod - 0.3 + rng.normal(0, 0.05, 100), 0, 1)
+    gate = GateSettings(looks=[30, 60], alpha_spending="obrien-fleming")
+    blocked = gate_call(_rows(worse), _rows(prod), gate)
+    assert blocked.decision == "block" and blocked.documents == 30
+    first = look_levels(0.95, [30, 60], "obrien-fleming")[0]
+    assert blocked.looks[0]["confidence"] == pytest.approx(first) and first > 0.99
+    equal = gate_call(_rows(prod + rng.normal(0, 0.3, 100)), _rows(prod), gate)
+    assert equal.documents in (30, 60)  # the last configured look ends it
+
+
 def test_the_gate_pairs_rows_by_doc_id_not_by_their_order():
     """Production's rows in reverse order: paired by doc_id the systems are identical (promote
     at the first look); paired by position the first look would compare 0.2-0.36 with 0.84-1."""
