@@ -37,8 +37,8 @@ T = TypeVar("T")
 
 MIN_LOOK = 8
 MAX_LOOKS = 5
-"""At most this many looks: each look's CIs are at level 1 - alpha/K, so many small looks (a
-corpus without categories has one) would cost more power than stopping early saves."""
+"""At most this many looks (a corpus without categories has one category, so the first look
+would otherwise be MIN_LOOK documents however large the corpus)."""
 
 
 def stratified_order(items: Sequence[T], category_of: Any) -> list[T]:
@@ -55,14 +55,19 @@ def stratified_order(items: Sequence[T], category_of: Any) -> list[T]:
 
 
 def look_sizes(n_items: int, n_categories: int, full: bool = False) -> list[int]:
-    """The document counts at which the gate looks: every category once per look, at least
-    MIN_LOOK documents a look and at most MAX_LOOKS looks, the last look being all of them. A
-    corpus without categories (one category) is looked at in MAX_LOOKS equal steps."""
+    """The document counts at which the gate looks (gate.looks unset): the first look every
+    category once and at least MIN_LOOK documents, each next look twice the last, the last look
+    all of them, at most MAX_LOOKS looks (48 documents in 12 categories: 12, 24, 48). Doubling
+    with O'Brien-Fleming spending (the default) had the power of one look at the end and
+    stopped clearly worse candidates at half the corpus (docs/FACTUALITY.md, look plan)."""
     if full or n_items <= MIN_LOOK:
         return [n_items]
-    step = max(n_categories, MIN_LOOK, math.ceil(n_items / MAX_LOOKS))
-    sizes = list(range(step, n_items, step))
-    return [*sizes, n_items] if sizes else [n_items]
+    size = max(n_categories, MIN_LOOK, math.ceil(n_items / 2 ** (MAX_LOOKS - 1)))
+    sizes = []
+    while size < n_items:
+        sizes.append(size)
+        size *= 2
+    return [*sizes, n_items]
 
 
 def look_confidence(confidence: float, n_looks: int) -> float:

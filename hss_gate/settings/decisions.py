@@ -136,10 +136,11 @@ class GateSettings(BaseModel):
         min_length=1,
         description="the document counts at which the gate looks, increasing (the last one the "
         "most a gate uses; counts beyond the corpus give way to its size, said in the decision); "
-        "None: every category once a look, at least 8 documents and at most 5 looks",
+        "None: the first look every category once and at least 8 documents, each next look "
+        "twice the last, at most 5 looks (hss_gate.sequential.look_sizes)",
     )
     alpha_spending: Literal["bonferroni", "pocock", "obrien-fleming"] = Field(
-        "bonferroni",
+        "obrien-fleming",
         description="how the looks share the error rate 1 - score.confidence: equal shares "
         "(bonferroni), or the Lan-DeMets increments of Pocock's (more early) or "
         "O'Brien-Fleming's (little early, most late) spending function at each look's share of "

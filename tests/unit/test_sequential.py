@@ -10,7 +10,7 @@ import pytest
 
 from hss_gate.decision_rule import look_verdict
 from hss_gate.paired_comparison import compare
-from hss_gate.sequential import look_confidence, look_sizes, stratified_order
+from hss_gate.sequential import look_confidence, look_levels, look_sizes, stratified_order
 from hss_gate.settings import GateSettings
 
 pytestmark = pytest.mark.unit
@@ -47,12 +47,13 @@ def test_every_look_covers_every_category_and_the_order_is_fixed():
     assert order == stratified_order(items, lambda x: x[1])
     assert [c for _, c in order[:8]] == ["c0", "c1", "c2", "c3"] * 2
     assert sorted(order) == sorted(items)
-    assert look_sizes(48, 12) == [12, 24, 36, 48]
+    assert look_sizes(48, 12) == [12, 24, 48]  # each look twice the last
     assert look_sizes(18, 4) == [8, 16, 18]  # at least 8 documents a look
     assert look_sizes(48, 12, full=True) == [48] and look_sizes(5, 3) == [5]
-    # without categories (frank_cnndm-style corpora): at most MAX_LOOKS equal looks
-    assert look_sizes(250, 1) == [50, 100, 150, 200, 250]
-    assert look_sizes(30, 1) == [8, 16, 24, 30]
+    assert look_sizes(100, 30) == [30, 60, 100]  # every category in the first look
+    # without categories (frank_cnndm-style corpora): at most MAX_LOOKS looks
+    assert look_sizes(250, 1) == [16, 32, 64, 128, 250]
+    assert look_sizes(30, 1) == [8, 16, 30]
     assert look_confidence(0.95, 4) == pytest.approx(0.9875)
 
 
@@ -77,8 +78,8 @@ def _run(rng, shift, units, n=48, resamples=400):
     prod_u = np.clip(rng.normal(0.01, 0.02, n), 0, 1)
     cand_u = np.clip(prod_u + rng.normal(0, 0.02, n), 0, 1)
     plan = look_sizes(n, 12)
-    level = look_confidence(0.95, len(plan))
-    for i, m in enumerate(plan):
+    levels = look_levels(0.95, plan, GATE.alpha_spending)
+    for i, (m, level) in enumerate(zip(plan, levels, strict=True)):
         comparison = compare(
             _docs(cand_c[:m], cand_u[:m]),
             _docs(prod_c[:m], prod_u[:m]),
@@ -114,10 +115,10 @@ def test_false_blocks_stay_under_alpha_even_at_the_margin(units):
 @pytest.mark.parametrize("units", UNITS, ids=UNIT_IDS)
 def test_a_clearly_worse_candidate_is_blocked_early(units):
     blocked, used = _rates(-6 * units.margin, units, sims=60)  # entail -0.48, sbert -0.18
-    # by the second look (24 documents) on average; the first (12) under the less noisy
-    # checkers. The claim checker's paired noise (sd 0.33 against a 0.08 margin; the chunked
-    # entail's was 0.13 against 0.05) costs it about one look.
-    assert blocked >= 0.95 and used <= (24 if units is ENTAIL else 16)
+    # at the second look (24 documents, half the corpus) nearly always, rarely at the last
+    # (entail: 24.8 documents on average): O'Brien-Fleming spends almost none of the error
+    # rate at the first look (level 0.9999), the price of its power at the last
+    assert blocked >= 0.95 and used <= 28, (blocked, used)
 
 
 def test_an_absolute_share_blocks_only_at_the_last_look_and_form_is_advisory():
@@ -140,7 +141,7 @@ def test_an_absolute_share_blocks_only_at_the_last_look_and_form_is_advisory():
 def test_configured_looks_fit_the_corpus_and_say_what_changed():
     from hss_gate.sequential import look_plan
 
-    assert look_plan(48, 12, None).sizes == look_sizes(48, 12) == [12, 24, 36, 48]
+    assert look_plan(48, 12, None).sizes == look_sizes(48, 12) == [12, 24, 48]
     assert look_plan(48, 12, [24, 48]) == look_plan(48, 12, [24, 48], full=False)
     assert look_plan(48, 12, [24, 48]).sizes == [24, 48] and not look_plan(48, 12, [24, 48]).note
     assert look_plan(100, 12, [24, 48]).sizes == [24, 48]  # the plan's last look is its most
