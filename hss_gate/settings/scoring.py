@@ -98,11 +98,11 @@ class GenerateSettings(BaseModel):
         "(a llama.cpp grammar: no lists, no line breaks); other engines stop at `stop`",
     )
     sentence_grammar: Literal["v1", "v2"] = Field(
-        "v1",
-        description="the sentence limit's grammar (hss_gate.summarizers.base): v1, the production "
-        "baseline's, ends a sentence at every stop but a decimal point (it splits 'a.m.' into "
-        "'a. m.' and lets a closing bracket follow); v2 keeps abbreviations, titles, decimals "
-        "and times whole. Part of the summaries' fingerprint: v2 regenerates every summary",
+        "v2",
+        description="the sentence limit's grammar (hss_gate.summarizers.base): v2, the production "
+        "baseline's since 2026-12-05, keeps abbreviations, titles, decimals and times whole; v1 "
+        "ended a sentence at every stop but a decimal point (it split 'a.m.' into 'a. m.' and "
+        "let a closing bracket follow). Part of the summaries' fingerprint",
     )
     max_input_words: int = Field(
         1500, ge=50, description="longer documents are truncated (with a warning)"

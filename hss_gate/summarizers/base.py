@@ -39,7 +39,7 @@ def each_with_progress(
 # A sentence: text without line breaks that ends in . ! or ? (a closing quote or bracket may
 # follow). A stop inside a sentence only sits between two digits ("3.2", "10.30"): anything
 # else glued to a stop ("here.Then", "here.1") would let a model run past the sentences asked.
-# The grammar the production baseline was generated with (generate.sentence_grammar v1).
+# The grammar of the production baselines before 2026-12-05 (generate.sentence_grammar v1).
 SENTENCE_RULE = 's ::= [^.!?\\n ] p* [.!?] ["\')\\]]?\np ::= [^.!?\\n] | [0-9] "." [0-9]'
 
 TITLES = (
@@ -74,7 +74,7 @@ SENTENCE_RULE_V2 = "\n".join(
 SENTENCE_RULES = {"v1": SENTENCE_RULE, "v2": SENTENCE_RULE_V2}
 
 
-def sentences_grammar(sentences: int, version: str = "v1") -> str:
+def sentences_grammar(sentences: int, version: str = "v2") -> str:
     """A GBNF grammar (llama.cpp) for prose of 1 to `sentences` sentences: the model chooses
     its words and where to end, but cannot go on past the length asked for. `version`:
     generate.sentence_grammar (v1: every stop but a decimal point ends a sentence; v2:

@@ -185,6 +185,7 @@ PINNED_GENERATE = {
     "length_headroom": 2.5,
     "stop": ["\n\n"],
     "sentence_limit": True,
+    "sentence_grammar": "v2",
     "max_input_words": 1500,
     "system_prompt": "You are a helpful assistant that summarizes documents.",
     "prompt": "Article:\n{document}\n\nSummarize the article above in at most "
@@ -199,8 +200,8 @@ PINNED_GENERATE = {
 ENGINE = (
     "llama.cpp/xllamacpp-2026.10.11549/sse3+ssse3+avx+avx2+f16c+fma+bmi2+llamafile+openmp+repack"
 )
-QWEN_FP = f"gguf:1d9614638d18024d:{ENGINE}:t1:28ae09d37c4f8d4c"
-SMOLLM2_FP = f"gguf:b179c9523d0e6a0f:{ENGINE}:t1:28ae09d37c4f8d4c"
+QWEN_FP = f"gguf:1d9614638d18024d:{ENGINE}:t1:9198eccf21043395"
+SMOLLM2_FP = f"gguf:b179c9523d0e6a0f:{ENGINE}:t1:9198eccf21043395"
 
 
 def _registry_digest(name):

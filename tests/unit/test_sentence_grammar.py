@@ -16,6 +16,7 @@ import pytest
 from hss_gate.settings import GenerateSettings
 from hss_gate.summarizers.base import (
     SENTENCE_RULE,
+    SENTENCE_RULE_V2,
     engine_fields,
     generation_key,
     sentences_grammar,
@@ -125,16 +126,17 @@ def test_the_limit_still_counts_sentences():
     assert allows("Markets opened at 9:00 a.m. Prices fell.", sentences=2)
 
 
-def test_v1_is_the_default_and_keeps_the_baselines_fingerprint():
-    """v1 is today's grammar text, byte for byte: the summaries' fingerprint
-    (tests/unit/test_model_store.py pins it) and the production baseline stay valid; v2 is
-    a new fingerprint (every GGUF summary regenerates)."""
-    assert GenerateSettings().sentence_grammar == "v1"
-    assert sentences_grammar(3) == f'root ::= " "? s (" " s){{0,2}}\n{SENTENCE_RULE}\n'
+def test_v2_is_the_default_and_v1_keeps_its_grammar_text():
+    """v2 is the default since the production baseline's relock of 2026-12-05; v1 is the
+    earlier grammar text, byte for byte, so a baseline stored under it keeps its fingerprint
+    (tests/unit/test_model_store.py pins v2's); the two are different fingerprints."""
+    assert GenerateSettings().sentence_grammar == "v2"
+    assert sentences_grammar(3) == f'root ::= " "? s (" " s){{0,2}}\n{SENTENCE_RULE_V2}\n'
+    assert sentences_grammar(3, "v1") == f'root ::= " "? s (" " s){{0,2}}\n{SENTENCE_RULE}\n'
     assert SENTENCE_RULE == (
         's ::= [^.!?\\n ] p* [.!?] ["\')\\]]?\np ::= [^.!?\\n] | [0-9] "." [0-9]'
     )
-    v1, v2 = GenerateSettings(), GenerateSettings(sentence_grammar="v2")
+    v1, v2 = GenerateSettings(sentence_grammar="v1"), GenerateSettings()
     assert engine_fields(v1)["grammar"] == sentences_grammar(v1.summary_sentences, "v1")
     assert engine_fields(v2)["grammar"] == sentences_grammar(v2.summary_sentences, "v2")
     assert generation_key(v1) != generation_key(v2)
