@@ -81,10 +81,6 @@ def long_units(text: str, max_words: int = SBERT_MAX_WORDS) -> int:
     return sum(len(unit.split()) > max_words for unit in split_sentences(text))
 
 
-def _upper_second(match: re.Match[str]) -> str:
-    return match.group(1) + match.group(2).upper()
-
-
 def truecase(summary: str, document: str) -> str:
     """Capitalize the summary's lower-case words that the document mostly writes capitalized
     (lower-cased benchmark summaries hide names from a case-sensitive NER)."""

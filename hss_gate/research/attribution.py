@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from hss_gate.instability_metrics import attribution_mass, instability, mass_wasserstein
+from hss_gate.instability_metrics import instability, mass_wasserstein
 from hss_gate.masked_text import render, word_spans
 from hss_gate.research.instability import aggregate, align, word_changes
 from hss_gate.research.likelihood import LikelihoodModel
@@ -635,10 +635,3 @@ def _explain_method(
         round(sum(r.seconds for r in everything), 4),
         [asdict(c) for c in changes],
     )
-
-
-def top_words(attr: WordAttribution, k: int = 10) -> list[tuple[int, str, float]]:
-    """The k words with the largest share of |attribution| (position, word, share)."""
-    share = attribution_mass(attr.values)
-    order = np.lexsort((np.arange(len(share)), -share))[:k]
-    return [(int(i), attr.words[i], float(share[i])) for i in order]
