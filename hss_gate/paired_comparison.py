@@ -13,7 +13,7 @@ import numpy as np
 
 from hss_gate.errors import InputError
 from hss_gate.severity import bootstrap_ci, paired_bootstrap_ci, paired_t_ci
-from hss_gate.summary_signals import paired
+from hss_gate.summary_signals import margins, paired
 
 NOT_MEASURED_TEXT = (
     "HSS not measured: the summaries file has no perturbed summaries (export them with "
@@ -65,6 +65,7 @@ def compare(
     the HSS signals, the categories' HSS and the candidate's HSS CI are left out: "not
     measured", never NaN or 0."""
     pairs = paired_rows(candidate, production)
+    _require_deciding_columns(pairs)
     subset = None if hss_documents is None else set(hss_documents)
     hss_pairs = pairs if subset is None else [(c, p) for c, p in pairs if c["doc_id"] in subset]
     measured = bool(hss_pairs) and hss_measured(*map(list, zip(*hss_pairs, strict=True)))
@@ -97,6 +98,23 @@ def compare(
         "candidate_hss_ci": [low, high],
         "hss_measured": True,
     }
+
+
+def _require_deciding_columns(
+    pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+) -> None:
+    """A margin that always blocks needs its column on both sides: a table scored before it
+    existed (base_mean_support came with schema 4) is an error, never a silent promotion."""
+    for margin in margins():
+        if margin.switch is not None:
+            continue
+        for side, index in (("candidate", 0), ("production", 1)):
+            if any(margin.column not in pair[index] for pair in pairs):
+                raise InputError(
+                    f"the {side}'s documents table has no {margin.column} (the "
+                    f"{margin.signal} margin's column): it was scored before this version of "
+                    "hss-gate; score it again"
+                )
 
 
 def _paired_signal(

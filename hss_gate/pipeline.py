@@ -179,7 +179,7 @@ def verdicts_cached(
 ) -> list[Verdict]:
     """The checker's verdict on each (source, summary) pair; only pairs not cached are checked.
     A verdict cached before `Unsupported.words` existed gets its words here (scores unchanged)."""
-    keys = [content_key("verdict-v1", checker.fingerprint, src, summ) for src, summ in pairs]
+    keys = [content_key("verdict-v2", checker.fingerprint, src, summ) for src, summ in pairs]
     found = cache.get_many("verdicts", keys)
     todo = {k: pair for k, pair in zip(keys, pairs, strict=True) if k not in found}
     if todo:

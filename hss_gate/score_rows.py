@@ -112,6 +112,7 @@ def summary_signals(
         n_words=len(summary.split()),
         **summary_flags(summary, source, rules.policy),
         consistency=verdict.consistency,
+        mean_support=verdict.support,
         low_consistency=verdict.consistency < rules.threshold,
         unsupported_sentences=tables.unsupported_cell(verdict.unsupported),
         **computed_values(summary, source),

@@ -194,7 +194,7 @@ def look_record(
     """One look as decision.json keeps it."""
     out: dict[str, Any] = {"documents": n, "confidence": round(level, 6), "verdict": verdict}
     for column, name in (
-        ("base_consistency", "consistency"),
+        ("base_mean_support", "consistency"),  # the consistency margin's column
         ("base_unsupported_share", "unsupported"),
     ):
         s = signals.get(column)

@@ -49,6 +49,7 @@ def signal_values(
     other_language: bool,
     length_ratio: float,
     consistency: float,
+    mean_support: float,
     low_consistency: bool,
     unsupported_sentences: str,
     **computed: Any,

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 """The score tables' schema, written into every run's summary.json. Bump it (and add a
 CHANGELOG.md entry) when a column is added, renamed or removed or changes its meaning."""
 
@@ -131,6 +131,14 @@ SIGNAL_COLUMNS: tuple[Column, ...] = (
         "consistency",
         "float",
         "the consistency checker's score of the summary",
+        "consistency",
+        bounds=(0.0, 1.0),
+    ),
+    Column(
+        "mean_support",
+        "float",
+        "the mean of the checker's scores of the summary's sentences (the gate's paired "
+        "statistic; the checker's own score where it has no sentence scores)",
         "consistency",
         bounds=(0.0, 1.0),
     ),

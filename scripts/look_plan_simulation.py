@@ -11,7 +11,8 @@ usage:
 --sd: the per-document standard deviation of the paired consistency difference (candidate minus
 production, same documents), in the checker's units. --tables: two documents.csv score tables
 of the same documents (a gate's OUT/candidate/ and OUT/production/, or two `hss score` runs):
-the standard deviations of the paired differences of base_consistency and
+the standard deviations of the paired differences of base_mean_support (the consistency
+margin's column) and
 base_unsupported_share are estimated from them, and the simulation resamples their centered
 differences (their own shape, tails included) instead of drawing normal noise (--normal: normal
 noise with the estimated standard deviations).
@@ -46,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hss_gate.decision_rule import look_verdict
+from hss_gate.decision_rule import CONSISTENCY_MARGIN, look_verdict
 from hss_gate.paired_comparison import compare
 from hss_gate.sequential import look_levels, look_plan
 from hss_gate.settings import GateSettings
@@ -68,7 +69,7 @@ def resampled(differences: Sequence[float]) -> Noise:
 
 def paired_differences(candidate: Path, production: Path) -> dict[str, np.ndarray]:
     """The per-document paired differences (candidate minus production, by doc_id) of
-    base_consistency and base_unsupported_share in two documents.csv score tables."""
+    the consistency margin's column and base_unsupported_share in two documents.csv tables."""
     import pandas as pd
 
     a = pd.read_csv(candidate).set_index("doc_id")
@@ -78,7 +79,7 @@ def paired_differences(candidate: Path, production: Path) -> dict[str, np.ndarra
         raise SystemExit(f"{candidate} and {production} share {len(shared)} documents (need 3)")
     return {
         column: (a.loc[shared, column] - b.loc[shared, column]).to_numpy(dtype=float)
-        for column in ("base_consistency", "base_unsupported_share")
+        for column in (CONSISTENCY_MARGIN.column, "base_unsupported_share")
     }
 
 
@@ -97,7 +98,12 @@ class Plan:
 
 def _rows(consistency: np.ndarray, unsupported: np.ndarray) -> list[dict[str, object]]:
     return [
-        {"doc_id": f"d{i}", "category": "c", "base_consistency": c, "base_unsupported_share": u}
+        {
+            "doc_id": f"d{i}",
+            "category": "c",
+            CONSISTENCY_MARGIN.column: c,
+            "base_unsupported_share": u,
+        }
         for i, (c, u) in enumerate(zip(consistency.tolist(), unsupported.tolist(), strict=True))
     ]
 
@@ -251,7 +257,7 @@ def noise_of(args: argparse.Namespace) -> tuple[tuple[Noise, Noise], str]:
         text = f"normal noise: consistency SD {args.sd:.3f}, unsupported SD {args.unsupported_sd}"
         return (normal(args.sd), normal(args.unsupported_sd)), text
     found = paired_differences(*args.tables)
-    c, u = found["base_consistency"], found["base_unsupported_share"]
+    c, u = found[CONSISTENCY_MARGIN.column], found["base_unsupported_share"]
     sd_c, sd_u = float(np.std(c, ddof=1)), float(np.std(u, ddof=1))
     text = (
         f"from {args.tables[0]} vs {args.tables[1]} ({len(c)} documents): paired difference "

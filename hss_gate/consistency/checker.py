@@ -50,9 +50,9 @@ def verdict_from_matrix(
     if aggregate not in AGGREGATES:
         raise ValueError(f"aggregate: unknown '{aggregate}'; choose from {', '.join(AGGREGATES)}")
     if not sentences:
-        return Verdict(1.0)  # nothing claimed, nothing unsupported (length checks see it)
+        return Verdict(1.0, (), 1.0)  # nothing claimed, nothing unsupported (length checks see it)
     if not passages or matrix.size == 0:
-        return Verdict(0.0, tuple(Unsupported(s, "", 0.0) for s in sentences))
+        return Verdict(0.0, tuple(Unsupported(s, "", 0.0) for s in sentences), 0.0)
     best = matrix.max(axis=1)
     where = matrix.argmax(axis=1)
     unsupported = tuple(
@@ -61,7 +61,8 @@ def verdict_from_matrix(
         if b < sentence_threshold
     )
     total = best.mean() if aggregate == "mean" else best.min()
-    return Verdict(round(float(np.clip(total, 0.0, 1.0)), 6), unsupported)
+    support = round(float(np.clip(best.mean(), 0.0, 1.0)), 6)
+    return Verdict(round(float(np.clip(total, 0.0, 1.0)), 6), unsupported, support)
 
 
 class MatrixChecker:

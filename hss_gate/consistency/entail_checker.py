@@ -206,7 +206,8 @@ class ClaimChecker:
             )
             consistency = aggregate_scores(read.scores, self.aggregate)
             consistency = round(float(np.clip(consistency, 0.0, 1.0)), 6)
-            out.append(with_words(Verdict(consistency, unsupported), source))
+            support = round(float(np.clip(aggregate_scores(read.scores, "mean"), 0.0, 1.0)), 6)
+            out.append(with_words(Verdict(consistency, unsupported, support), source))
         return out
 
 

@@ -176,7 +176,9 @@ class InventedChecker:
         for source, summary in pairs:
             sentences = self._sentences(source, summary)
             if not sentences:
-                out.append(Finding(Verdict(1.0), ()))  # nothing claimed, nothing unsupported
+                out.append(
+                    Finding(Verdict(1.0, (), 1.0), ())
+                )  # nothing claimed, nothing unsupported
                 continue
             if not source.strip():
                 found = tuple(
@@ -185,7 +187,7 @@ class InventedChecker:
                 unsupported = tuple(
                     Unsupported(s.sentence, "", 0.0, s.unsupported) for s in sentences
                 )
-                out.append(Finding(Verdict(0.0, unsupported), found))
+                out.append(Finding(Verdict(0.0, unsupported, 0.0), found))
                 continue
             total = round(self.weights.score(self._features(source, summary, sentences)), 6)
             found = tuple(
@@ -206,7 +208,8 @@ class InventedChecker:
                 for f in found
                 if f.unsupported
             )
-            out.append(Finding(Verdict(total, unsupported), found))
+            support = round(sum(f.score for f in found) / len(found), 6)
+            out.append(Finding(Verdict(total, unsupported, support), found))
         return out
 
     def _features(

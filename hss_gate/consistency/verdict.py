@@ -27,14 +27,23 @@ class Unsupported:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The checker's finding on one summary."""
+    """The checker's finding on one summary: `consistency`, its sentences' scores aggregated
+    (consistency.aggregate: the flag's statistic), and `mean_support`, their plain mean (the
+    gate's paired statistic; None: a checker without sentence scores, the consistency is used)."""
 
     consistency: float
     unsupported: tuple[Unsupported, ...] = field(default_factory=tuple)
+    mean_support: float | None = None
+
+    @property
+    def support(self) -> float:
+        """The mean of the sentences' scores, else the consistency."""
+        return self.consistency if self.mean_support is None else self.mean_support
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "consistency": self.consistency,
+            "mean_support": self.mean_support,
             "unsupported": [asdict(u) | {"words": list(u.words)} for u in self.unsupported],
         }
 
@@ -52,4 +61,5 @@ class Verdict:
                 )
                 for u in data["unsupported"]
             ),
+            None if data.get("mean_support") is None else float(data["mean_support"]),
         )

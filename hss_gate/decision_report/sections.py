@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hss_gate.decision_record import Decision
+from hss_gate.summary_signals.consistency import SIGNAL as CONSISTENCY
 from hss_gate.tables import Evidence, unsupported_evidence
 from hss_gate.trend_plot import CONSISTENCY_TEST
 
@@ -83,7 +84,8 @@ def headline(decision: Decision) -> list[str]:
     m = decision.metrics
     lines = []
     for column, label in (
-        ("base_consistency", "consistency"),
+        (CONSISTENCY.paired[0].column, "consistency (mean sentence support, decides)"),
+        (CONSISTENCY.paired[1].column, "least supported sentence"),
         ("base_unsupported_share", "unsupported entities/numbers"),
         ("hss", "HSS (reported)"),
     ):

@@ -175,10 +175,17 @@ def agreement(rows: Sequence[Mapping[str, object]], key: str = "decision") -> di
     return counts
 
 
-def document_row(doc_id: str, consistency: float, threshold: float, unsupported: float) -> dict:
+def document_row(
+    doc_id: str,
+    consistency: float,
+    threshold: float,
+    unsupported: float,
+    mean_support: float | None = None,
+) -> dict:
     """One summary as the gate's documents table has it, for the signals that decide: the
-    checker's consistency, whether it is below the threshold, and the share of unsupported
-    entities/numbers. HSS is not measured here (no perturbations): NaN, as the gate's documents
+    checker's consistency, whether it is below the threshold, its sentences' mean support (the
+    paired statistic; None: the consistency) and the share of unsupported entities/numbers.
+    HSS is not measured here (no perturbations): NaN, as the gate's documents
     table has it for a run without perturbed summaries (hss_gate.paired_comparison.hss_measured
     is then false and compare leaves the HSS signals out: "not measured", never 0)."""
     return {
@@ -186,6 +193,7 @@ def document_row(doc_id: str, consistency: float, threshold: float, unsupported:
         "category": CATEGORY,
         "hss": HSS_NOT_MEASURED,
         "base_consistency": float(consistency),
+        "base_mean_support": float(consistency if mean_support is None else mean_support),
         "base_low_consistency": float(consistency < threshold),
         "base_unsupported_share": float(unsupported),
     }

@@ -159,7 +159,7 @@ def measure(
         shares = [unsupported_share(m, doc) for m, (doc, _) in zip(mentions, pairs, strict=True)]
     rows: dict[str, list[dict[str, Any]]] = {}
     for (system, doc_id), verdict, share in zip(items, verdicts, shares, strict=True):
-        row = document_row(doc_id, verdict.consistency, checker.threshold, share)
+        row = document_row(doc_id, verdict.consistency, checker.threshold, share, verdict.support)
         rows.setdefault(system, []).append(row)
     return rows
 

@@ -101,11 +101,12 @@ class GateSettings(BaseModel):
     )
     attribution: GateAttributionSettings = Field(default_factory=GateAttributionSettings)
     consistency_margin: float = Field(
-        0.08,
+        0.10,
         ge=0.0,
         le=1.0,
-        description="block when mean consistency falls significantly by more (in the units of "
-        "consistency.model: entail 0.08, invented-sbert 0.07, sbert 0.03)",
+        description="block when the summaries' mean sentence support falls significantly by "
+        "more (entail: 0.08 of the least supported sentence's units, times the spread of "
+        "FRANK's five system means, 0.102)",
     )
     max_low_consistency_share: float = Field(
         0.29,

@@ -27,8 +27,13 @@ from hss_gate.severity import difference_bootstrap_ci
 pytestmark = pytest.mark.unit
 
 
-def _docs(hss, *, unsupported=0.0, novel=0.3, consistency=0.9, categories=("news", "legal")):
+def _docs(
+    hss, *, unsupported=0.0, novel=0.3, consistency=0.9, support=None, categories=("news", "legal")
+):
+    """Document rows; `support` (the sentences' mean support, which the margin reads) defaults
+    to `consistency`."""
     consistency = np.broadcast_to(consistency, len(hss))
+    support = consistency if support is None else np.broadcast_to(support, len(hss))
     return [
         {
             "doc_id": f"d{i}",
@@ -36,13 +41,14 @@ def _docs(hss, *, unsupported=0.0, novel=0.3, consistency=0.9, categories=("news
             "hss": h,
             "hss_raw": h,
             "base_consistency": float(c),
+            "base_mean_support": float(s),
             "base_low_consistency": bool(c < 0.5),
             "base_unsupported_share": unsupported,
             "base_novel_ngram_share": novel,
             "base_truncated": False,
             "base_n_words": 50,
         }
-        for i, (h, c) in enumerate(zip(hss, consistency, strict=True))
+        for i, (h, c, s) in enumerate(zip(hss, consistency, support, strict=True))
     ]
 
 
@@ -83,8 +89,35 @@ def test_a_significant_loss_of_consistency_blocks_and_says_so():
         _docs([0.4] * 30, consistency=prod_consistency),
     )
     assert decision.decision == "block" and decision.decided_by == ["consistency"]
-    assert "factual consistency fell" in decision.reasons[0]
+    assert "factual consistency (mean sentence support) fell" in decision.reasons[0]
     assert decision.metrics["consistency"]["difference"] == pytest.approx(-0.15)
+
+
+def test_the_margin_reads_the_mean_support_not_the_least_supported_sentence():
+    rng = np.random.default_rng(6)
+    prod = rng.uniform(0.7, 0.95, 30)
+    # the least supported sentence falls by 0.3 everywhere, the sentences' mean does not move
+    kept = _decide(
+        _docs([0.4] * 30, consistency=prod - 0.3, support=prod),
+        _docs([0.4] * 30, consistency=prod, support=prod),
+    )
+    assert kept.decision == "promote" and kept.metrics["consistency"]["difference"] == 0.0
+    lowered = _decide(
+        _docs([0.4] * 30, consistency=prod, support=prod - 0.15),
+        _docs([0.4] * 30, consistency=prod, support=prod),
+    )
+    assert lowered.decision == "block" and lowered.decided_by == ["consistency"]
+    assert lowered.metrics["consistency"]["difference"] == pytest.approx(-0.15)
+    assert lowered.metrics["signals"]["base_consistency"]["difference"] == 0.0  # reported
+
+
+def test_a_table_without_the_margins_column_is_an_error_not_a_promotion():
+    prod = _docs([0.4] * 10)
+    old = [{k: v for k, v in row.items() if k != "base_mean_support"} for row in prod]
+    with pytest.raises(InputError, match="production's documents table has no base_mean_support"):
+        compare(prod, old)
+    with pytest.raises(InputError, match="candidate's documents table has no base_mean_support"):
+        compare(old, prod)
 
 
 def test_a_loss_within_the_margin_or_not_significant_does_not_block():

@@ -149,7 +149,7 @@ def test_checker_lower_cased_equals_cased() -> None:
 def test_checker_edge_cases_and_fingerprint() -> None:
     checker = InventedChecker(_weights(), None, threshold=0.7)
     assert checker.threshold == 0.7 and checker.sentence_threshold == 0.7
-    assert checker.check([(SOURCE, "")])[0] == Verdict(1.0)
+    assert checker.check([(SOURCE, "")])[0] == Verdict(1.0, (), 1.0)  # nothing claimed
     empty_source = checker.check([("", "Zidane won.")])[0]
     assert empty_source.consistency == 0.0 and len(empty_source.unsupported) == 1
     other = InventedChecker(_weights(intercept=1.0), None, threshold=0.7)

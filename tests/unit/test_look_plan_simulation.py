@@ -64,12 +64,12 @@ def test_noise_estimated_from_two_score_tables(tmp_path, capsys, monkeypatch):
         pd.DataFrame(
             {
                 "doc_id": [f"d{i}" for i in range(60)],
-                "base_consistency": values,
+                "base_mean_support": values,
                 "base_unsupported_share": np.zeros(60),
             }
         ).to_csv(tmp_path / f"{name}.csv", index=False)
     found = sim.paired_differences(tmp_path / "candidate.csv", tmp_path / "production.csv")
-    assert np.std(found["base_consistency"], ddof=1) == pytest.approx(0.1, abs=0.02)
+    assert np.std(found["base_mean_support"], ddof=1) == pytest.approx(0.1, abs=0.02)
     monkeypatch.chdir(REPO)  # params.yaml's margins
     sim.main(
         [

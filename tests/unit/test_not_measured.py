@@ -164,6 +164,7 @@ def _rows(consistency: float, hss: float) -> list[dict[str, Any]]:
             "hss_raw": hss,
             "consistency_drop_mean": hss,
             "base_consistency": consistency + 0.01 * (i % 3),
+            "base_mean_support": consistency + 0.01 * (i % 3),
             "base_low_consistency": consistency < 0.5,
             "base_unsupported_share": 0.0,
             "base_novel_ngram_share": 0.3,

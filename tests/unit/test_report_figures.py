@@ -205,12 +205,12 @@ def test_each_picture_has_a_text_alternative_with_its_numbers():
 
 def test_paired_documents_reads_both_sides_and_says_not_measured_as_none():
     candidate = [
-        {"doc_id": 2, "category": "a", "base_consistency": 0.4, "hss": float("nan")},
-        {"doc_id": 1, "category": "b", "base_consistency": 0.9, "hss": 0.2},
+        {"doc_id": 2, "category": "a", "base_mean_support": 0.4, "hss": float("nan")},
+        {"doc_id": 1, "category": "b", "base_mean_support": 0.9, "hss": 0.2},
     ]
     production = [
-        {"doc_id": 1, "category": "b", "base_consistency": 1.0, "hss": 0.1},
-        {"doc_id": 2, "category": "a", "base_consistency": 0.8, "hss": 0.3},
+        {"doc_id": 1, "category": "b", "base_mean_support": 1.0, "hss": 0.1},
+        {"doc_id": 2, "category": "a", "base_mean_support": 0.8, "hss": 0.3},
     ]
     assert paired_documents(candidate, production) == [
         {

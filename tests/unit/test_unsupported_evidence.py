@@ -86,11 +86,13 @@ def test_verdict_round_trips_with_and_without_words() -> None:
     assert Verdict.from_dict(old) == Verdict(0.4, (Unsupported("s.", "p.", 0.2),))
     assert Verdict.from_dict(old).unsupported[0].words == ()
     assert Verdict.from_dict(Verdict(1.0).to_dict()) == Verdict(1.0)
+    assert Verdict.from_dict(Verdict(0.2, (), 0.7).to_dict()).support == 0.7
+    assert Verdict(0.2).support == 0.2  # a checker without sentence scores: its own score
 
 
 def test_a_verdict_cached_before_the_words_gets_them(tmp_path) -> None:
     checker, cache = FakeChecker(), Cache(tmp_path)
-    key = content_key("verdict-v1", checker.fingerprint, SOURCE, SUMMARY)
+    key = content_key("verdict-v2", checker.fingerprint, SOURCE, SUMMARY)
     old = {"consistency": 0.5, "unsupported": [{"sentence": INVENTED, "passage": "", "score": 0.1}]}
     cache.put_many("verdicts", {key: json.dumps(old).encode()})
     verdict = verdicts_cached([(SOURCE, SUMMARY)], checker, cache)[0]
@@ -120,6 +122,7 @@ def _rows(cell: str, consistency: float) -> list[dict]:
             "hss": 0.5,
             "hss_raw": 0.5,
             "base_consistency": consistency if i == 0 else 0.9,
+            "base_mean_support": consistency if i == 0 else 0.9,
             "base_low_consistency": False,
             "base_unsupported_share": 0.0,
             "base_novel_ngram_share": 0.3,
