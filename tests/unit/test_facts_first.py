@@ -275,6 +275,8 @@ def test_hss_is_compared_on_the_subset_and_the_facts_on_every_document():
                 "category": "news" if i % 2 else "legal",
                 "hss": h,
                 "base_consistency": c,
+                "base_mean_support": c,
+                "base_unsupported_share": 0.0,
             }
             for i, (h, c) in enumerate(zip(hss, consistency, strict=True))
         ]

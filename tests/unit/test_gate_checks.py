@@ -38,6 +38,7 @@ def _rows(hss, categories, *, unsupported=0.0, consistency=0.9):
             "hss": float(h),
             "hss_raw": float(h),
             "base_consistency": consistency,
+            "base_mean_support": consistency,
             "base_low_consistency": False,
             "base_unsupported_share": unsupported,
             "base_novel_ngram_share": 0.3,

@@ -107,7 +107,7 @@ SETTING_COLUMNS: dict[str, list[str]] = {
     "gate.unsupported_margin": ["base_unsupported_share"],
     "gate.max_truncated_share": ["base_truncated"],
     "gate.max_attribution_instability": ["attribution_instability"],
-    "gate.consistency_margin": ["base_consistency"],
+    "gate.consistency_margin": ["base_mean_support"],
     "gate.max_low_consistency_share": ["base_low_consistency"],
     "gate.max_not_summary_share": [f"base_{flag}" for flag in FLAGS],
     # the share of the corpus dropped from the pairing of stored summaries (decision.json's
