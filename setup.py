@@ -1,4 +1,4 @@
-"""The build step that packages hss-gate's data (hss_gate/packaged.py): the default params.yaml,
+"""The build step that packages hss-gate's data (hss_gate/common/packaged.py): the default params.yaml,
 the reference corpus and production's stored baseline are copied from this folder into the
 built package at every build, so the wheel works outside a checkout and git holds one copy."""
 
@@ -14,8 +14,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def _packaged():
-    """hss_gate/packaged.py, loaded by path (the package is not installed yet)."""
-    spec = importlib.util.spec_from_file_location("_hss_packaged", HERE / "hss_gate/packaged.py")
+    """hss_gate/common/packaged.py, loaded by path (the package is not installed yet)."""
+    spec = importlib.util.spec_from_file_location("_hss_packaged", HERE / "hss_gate/common/packaged.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

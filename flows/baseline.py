@@ -19,7 +19,7 @@ from prefect import flow, get_run_logger
 
 from flows.scoring import DaskRunner, add_common_arguments
 from flows.tasks import PREFECT_STEPS, settings_loader
-from hss_gate.progress import plain_progress
+from hss_gate.common.progress import plain_progress
 from hss_gate.workflows.baseline import STAGES
 from hss_gate.workflows.baseline_attribution import STAGE as ATTRIBUTION_STAGE
 

@@ -20,9 +20,9 @@ from prefect import flow, get_run_logger
 
 from flows.scoring import DaskRunner, add_common_arguments
 from flows.tasks import PREFECT_STEPS, publish, settings_loader
-from hss_gate.decision_record import Decision
-from hss_gate.errors import error_message
-from hss_gate.progress import plain_progress
+from hss_gate.common.errors import error_message
+from hss_gate.common.progress import plain_progress
+from hss_gate.decision.record import Decision
 
 
 @flow(name="gate", log_prints=True)
@@ -59,7 +59,7 @@ def gate_flow(
     `attribution` explains that many documents of both sides with sentence-level SHAP
     (gate.attribution_documents; None: as configured, default off).
     """
-    from hss_gate.decision_report import decision_markdown
+    from hss_gate.decision.reports import decision_markdown
     from hss_gate.workflows.gate import run_gate
     from hss_gate.workflows.gate_preparation import gate_request
 

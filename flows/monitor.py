@@ -24,7 +24,7 @@ from prefect import flow, get_run_logger
 
 from flows.scoring import DaskRunner, add_common_arguments
 from flows.tasks import PREFECT_STEPS, publish
-from hss_gate.errors import error_message
+from hss_gate.common.errors import error_message
 
 
 @flow(name="monitor", log_prints=True)
@@ -51,7 +51,7 @@ def monitor_flow(
     `attribution` explains that many served samples of each window with sentence-level SHAP,
     reported only (monitor.attribution_documents; None: as configured, default off).
     """
-    from hss_gate.decision_report import monitor_markdown
+    from hss_gate.decision.reports import monitor_markdown
     from hss_gate.settings import load_settings
     from hss_gate.workflows.alerts import alert_monitor
     from hss_gate.workflows.monitor import MonitorRequest, run_monitor
@@ -87,7 +87,7 @@ def monitor_flow(
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: python -m flows.monitor [--samples URL] [...]; returns the exit code."""
-    from hss_gate.monitor_rules import EXIT_CODES
+    from hss_gate.monitoring.rules import EXIT_CODES
 
     parser = argparse.ArgumentParser(prog="python -m flows.monitor", description=__doc__)
     parser.add_argument("--samples", default=None, help="store URL (default: monitor.samples_url)")

@@ -3,8 +3,9 @@
 `DaskRunner` is the model runner the flows give the workflows (hss_gate.workflows). It runs
 a `score` subflow whose task runner is chosen per call: the default thread runner for one chunk,
 prefect-dask's DaskTaskRunner for several (a local cluster of `workers` threads, or an existing
-cluster at `dask_address`). Each chunk is one `hss_gate.runner.score_model` call with the
-models loaded once per worker process; the chunks are merged by `hss_gate.pipeline.merge_results`.
+cluster at `dask_address`). Each chunk is one `hss_gate.scoring.runner.score_model` call with the
+models loaded once per worker process; the chunks are merged by
+`hss_gate.scoring.pipeline.merge_results`.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from hss_gate.corpus import Document
-from hss_gate.normalization import Normalization
-from hss_gate.pipeline import ScoreResult
-from hss_gate.progress import Progress, no_progress
-from hss_gate.runner import LocalRunner
+from hss_gate.common.progress import Progress, no_progress
+from hss_gate.scoring.normalization import Normalization
+from hss_gate.scoring.pipeline import ScoreResult
+from hss_gate.scoring.runner import LocalRunner
+from hss_gate.scoring.toolkit import Toolkit
 from hss_gate.settings import HssSettings
-from hss_gate.toolkit import Toolkit
+from hss_gate.text.corpus import Document
 
 DEFAULT_CHUNK_SIZE = 4
 """Documents per chunk on an existing Dask cluster when neither workers nor chunk_size is set."""
@@ -59,7 +60,7 @@ def task_runner(workers: int = 1, dask_address: str | None = None) -> Any:
     Prefect server and hss-gate installed with its models.
     """
     if workers < 1:
-        from hss_gate.errors import InputError
+        from hss_gate.common.errors import InputError
 
         raise InputError(f"workers must be at least 1, got {workers}")
     if not dask_address and workers == 1:
@@ -87,7 +88,7 @@ def n_chunks(
         return 1
     if chunk_size is not None:
         if chunk_size < 1:
-            from hss_gate.errors import InputError
+            from hss_gate.common.errors import InputError
 
             raise InputError(f"chunk_size must be at least 1, got {chunk_size}")
         return math.ceil(n_documents / chunk_size)
@@ -122,7 +123,7 @@ def score_chunk(
 ) -> tuple[ScoreResult, dict[str, Any]]:
     """Score one chunk of documents with the model a URI names (`hss_documents`: the doc_ids
     whose HSS is measured; None: all)."""
-    from hss_gate import runner
+    from hss_gate.scoring import runner
 
     tools = process_toolkit(settings)
     return runner.score_model(
@@ -139,7 +140,7 @@ def score_chunk(
 @compute_task
 def merge_chunks(parts: Sequence[ScoreResult], settings: HssSettings) -> ScoreResult:
     """One result from the chunks' results, in chunk order."""
-    from hss_gate.pipeline import merge_results
+    from hss_gate.scoring.pipeline import merge_results
 
     return merge_results(parts, settings)
 

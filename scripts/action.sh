@@ -36,7 +36,7 @@ models_dir() {
 
 cmd_key() {
   local lock
-  lock="$(cat "$ACTION_PATH/hss_gate/model_store.py" "$ACTION_PATH/requirements.lock" 2>/dev/null \
+  lock="$(cat "$ACTION_PATH/hss_gate/models/model_store.py" "$ACTION_PATH/requirements.lock" 2>/dev/null \
     | sha256sum | cut -c1-16)"
   {
     echo "key=hss-gate-models-$(uname -s)-$lock"

@@ -36,16 +36,16 @@ def main() -> None:
 
     from rich.console import Console
 
-    from hss_gate.cache import Cache
-    from hss_gate.inputs import load_corpus
-    from hss_gate.likelihood import usable_cores
-    from hss_gate.pipeline import make_perturbations
-    from hss_gate.progress import progress_reporter
+    from hss_gate.common.cache import Cache
+    from hss_gate.common.inputs import load_corpus
+    from hss_gate.common.progress import progress_reporter
+    from hss_gate.models.likelihood import usable_cores
+    from hss_gate.models.summarizers import load_summarizer
     from hss_gate.research.attribution_bench import cost_record, explain_documents
     from hss_gate.research.likelihood import CachedLikelihood, load_scorer
+    from hss_gate.scoring.pipeline import make_perturbations
+    from hss_gate.scoring.toolkit import real_toolkit
     from hss_gate.settings import load_settings
-    from hss_gate.summarizers import load_summarizer
-    from hss_gate.toolkit import real_toolkit
 
     settings = load_settings("params.yaml")
     exp = settings.experiment

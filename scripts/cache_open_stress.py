@@ -11,7 +11,7 @@ import multiprocessing
 import tempfile
 from typing import Any
 
-from hss_gate.cache import Cache
+from hss_gate.common.cache import Cache
 
 
 def _open_and_write(directory: str, start: Any, errors: Any) -> None:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hss_gate.cache import Cache
+from hss_gate.common.cache import Cache
 from hss_gate.consistency.calibration import balanced_accuracy, best_threshold, roc_auc
 from hss_gate.consistency.checker import load_checker
 from hss_gate.consistency.model import cached_encoder
-from hss_gate.embedding import SbertEmbedder
+from hss_gate.models.embedding import SbertEmbedder
 from hss_gate.research.factuality_data import qags_pairs, summac_pairs
 from hss_gate.settings import load_settings
 

@@ -83,10 +83,10 @@ def production_pairs(run: Path = REPO / "data" / "baseline" / "reference") -> li
 
 
 def cmd_score(args) -> int:
-    from hss_gate.cache import Cache
+    from hss_gate.common.cache import Cache
     from hss_gate.consistency.checker import load_checker
     from hss_gate.consistency.model import cached_encoder
-    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.models.embedding import SbertEmbedder
     from hss_gate.settings import load_settings
 
     settings = load_settings(str(REPO / "params.yaml"))

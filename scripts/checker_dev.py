@@ -513,10 +513,10 @@ def cmd_sbert(args) -> int:
     """The current default checker (`sbert`: SummaC-ZS over SBERT cosines) on every set."""
     import torch
 
-    from hss_gate.cache import Cache
+    from hss_gate.common.cache import Cache
     from hss_gate.consistency.checker import load_checker
     from hss_gate.consistency.model import cached_encoder
-    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.models.embedding import SbertEmbedder
 
     torch.set_num_threads(args.threads)
     out = JsonlCache(Path(args.cache) / "sbert_scores.jsonl")
@@ -581,8 +581,8 @@ def cmd_split(args) -> int:
     (gold segmentation), rendered cased, lower-cased, tokenized and glued."""
     import spacy
 
-    from hss_gate.language import SpacyTagger
-    from hss_gate.sentences import split_sentences
+    from hss_gate.models.language import SpacyTagger
+    from hss_gate.text.sentences import split_sentences
 
     gold = []
     for line in (DATA / "qags_mturk_cnndm.jsonl").read_text().splitlines():
@@ -636,7 +636,7 @@ def pair_features(sets_by_variant, cache_dir: Path) -> dict:
         prepare,
         sentence_novelty,
     )
-    from hss_gate.sentences import split_sentences as split_text
+    from hss_gate.text.sentences import split_sentences as split_text
 
     ranks = glove_ranks().get
     sbert = JsonlCache(cache_dir / "sbert_scores.jsonl")

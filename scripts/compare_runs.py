@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata, spearmanr
 
-from hss_gate.severity import bootstrap_ci, paired_bootstrap_ci
+from hss_gate.scoring.severity import bootstrap_ci, paired_bootstrap_ci
 
 
 def _fmt(values) -> str:

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/engine_speed.py qwen --threads 1 --docs 0,1,2
 
-Starts the engine exactly as `GgufSummarizer` does (hss_gate.summarizers.gguf.start_server),
+Starts the engine exactly as `GgufSummarizer` does (hss_gate.models.summarizers.gguf.start_server),
 sends the project's chat prompt for each reference document (greedy, no prompt cache), after one
 4-token warm-up, and prints one line per request with llama.cpp's own timings and the CPU share
 the process got (cpu seconds / wall seconds: below ~0.9 the machine was busy and the rates are
@@ -16,15 +16,15 @@ import json
 import resource
 import time
 
-from hss_gate.inputs import load_corpus
-from hss_gate.settings import load_settings
-from hss_gate.summarizers.base import chat_messages
-from hss_gate.summarizers.gguf import (
+from hss_gate.common.inputs import load_corpus
+from hss_gate.models.summarizers.base import chat_messages
+from hss_gate.models.summarizers.gguf import (
     engine_build,
     greedy_request,
     resolve_gguf_model,
     start_server,
 )
+from hss_gate.settings import load_settings
 
 
 def cpu_seconds() -> float:

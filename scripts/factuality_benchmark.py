@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hss_gate import io as hss_io
+from hss_gate.common import io as hss_io
 from hss_gate.consistency import aggregation, calibration, features, training
 from hss_gate.consistency import model as consistency_model
 from hss_gate.consistency import scorer as pair_scorer
@@ -114,11 +114,11 @@ def main() -> int:
     args.corpus = args.corpus or settings.run.corpus
     args.cache = args.cache or settings.run.cache_dir
 
-    from hss_gate.cache import Cache
-    from hss_gate.embedding import SbertEmbedder
-    from hss_gate.inputs import load_corpus
-    from hss_gate.language import SpacyTagger
-    from hss_gate.signals import unsupported_share
+    from hss_gate.common.cache import Cache
+    from hss_gate.common.inputs import load_corpus
+    from hss_gate.models.embedding import SbertEmbedder
+    from hss_gate.models.language import SpacyTagger
+    from hss_gate.text.mentions import unsupported_share
 
     data_dir = Path(args.data)
     missing = [f for f in DATASETS.values() if not (data_dir / f).exists()]

@@ -53,11 +53,11 @@ def main() -> None:
 
     import numpy as np
 
-    from hss_gate.cache import Cache
+    from hss_gate.common.cache import Cache
     from hss_gate.consistency.calibration import balanced_accuracy, roc_auc
     from hss_gate.consistency.checker import load_checker
     from hss_gate.consistency.model import cached_encoder
-    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.models.embedding import SbertEmbedder
     from hss_gate.settings import load_settings
 
     settings = load_settings(args.params)

@@ -19,9 +19,10 @@ noise with the estimated standard deviations).
 
 Each simulated gate pairs production with a candidate whose consistency differs by a true
 difference plus that noise on every document (unsupported entities: no true difference, noise
---unsupported-sd), and runs the gate's own rule look by look: hss_gate.paired_comparison.compare
-(paired Student-t CIs at the look's level, hss_gate.sequential.look_levels) and
-hss_gate.decision_rule.look_verdict (block, promote early when clearly not worse, or continue),
+--unsupported-sd), and runs the gate's own rule look by look:
+hss_gate.decision.paired_comparison.compare
+(paired Student-t CIs at the look's level, hss_gate.decision.sequential.look_levels) and
+hss_gate.decision.rule.look_verdict (block, promote early when clearly not worse, or continue),
 as tests/unit/test_sequential.py does. Not simulated: the absolute facts checks (they block
 only at the last look, on shares the paired comparison already follows) and HSS (reported,
 never blocking unless gate.hss_blocks).
@@ -47,9 +48,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hss_gate.decision_rule import CONSISTENCY_MARGIN, look_verdict
-from hss_gate.paired_comparison import compare
-from hss_gate.sequential import look_levels, look_plan
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.rule import CONSISTENCY_MARGIN, look_verdict
+from hss_gate.decision.sequential import look_levels, look_plan
 from hss_gate.settings import GateSettings
 
 Noise = Callable[[np.random.Generator, int], np.ndarray]

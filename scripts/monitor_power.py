@@ -8,7 +8,7 @@ usage:
   python scripts/monitor_power.py simulate [OUT_CSV] [--runs 2400] [--system bart]
                                            [--current 20,50] [--alpha 0.001]
       resample an unchanged stream of one system's scored summaries: the per-run and per-day
-      (24 hourly runs) false-alarm rate of the blocking `window_tests` (the reported tests
+      (24 hourly runs) false-alarm rate of the blocking window comparison (the reported tests
       never make a run unhealthy and are not simulated) at the configured window sizes and
       alpha, with 95% Wilson CIs; then the power against a drop of the consistent-summary
       share (healthy summaries replaced by flagged ones) and the smallest drop seen with 80%;
@@ -37,8 +37,8 @@ SIGNALS = Path("outputs/monitor_power/signals.csv")
 def score(frank: Path, out: Path) -> None:
     import pandas as pd
 
-    from hss_gate.runner import LocalRunner
-    from hss_gate.samples import Sample
+    from hss_gate.monitoring.store import Sample
+    from hss_gate.scoring.runner import LocalRunner
     from hss_gate.settings import load_settings
     from hss_gate.workflows.monitor_windows import served_signals
 
@@ -65,7 +65,7 @@ def score(frank: Path, out: Path) -> None:
     began = time.perf_counter()
     rows = served_signals(samples, tools, settings)
     seconds = time.perf_counter() - began
-    from hss_gate.monitor_rules import WINDOW_COLUMNS
+    from hss_gate.monitoring.rules import WINDOW_COLUMNS
 
     # every window column (the reported tests' too), though `simulate` measures the blocking ones
     frame = pd.DataFrame(rows)
@@ -102,19 +102,21 @@ def _degrade(rng: random.Random, window: list[dict], drop: float, bad: list[dict
 
 def _note(reference: list[dict], current: list[dict], alpha: float) -> bool:
     """Whether any reported (never blocking) window test is significant at `alpha`."""
-    from hss_gate.monitor_rules import reported_window_tests, window_signal_values
+    from hss_gate.monitoring.rules import compare_reported_windows, window_signal_values
 
-    tests = reported_window_tests(
+    tests = compare_reported_windows(
         window_signal_values(reference), window_signal_values(current), alpha
     )
     return any(t["worse"] for t in tests)
 
 
 def _alarm(reference: list[dict], current: list[dict], alpha: float) -> bool:
-    from hss_gate.monitor_rules import blocking_signal_values, window_tests
+    from hss_gate.monitoring.rules import blocking_signal_values, compare_blocking_windows
 
     # the blocking tests only: the reported ones never make a run unhealthy
-    tests = window_tests(blocking_signal_values(reference), blocking_signal_values(current), alpha)
+    tests = compare_blocking_windows(
+        blocking_signal_values(reference), blocking_signal_values(current), alpha
+    )
     return any(t["worse"] and t["blocking"] for t in tests)
 
 

@@ -31,10 +31,10 @@ from collections.abc import Callable
 
 from serve_gguf import start  # scripts/serve_gguf.py (this folder is on sys.path)
 
-from hss_gate.inputs import load_corpus
+from hss_gate.common.inputs import load_corpus
+from hss_gate.models.summarizers.gguf import GgufSummarizer, engine_build
+from hss_gate.models.summarizers.openai import OpenAISummarizer
 from hss_gate.settings import GenerateSettings, load_settings
-from hss_gate.summarizers.gguf import GgufSummarizer, engine_build
-from hss_gate.summarizers.openai import OpenAISummarizer
 
 
 def cpu_seconds() -> float:

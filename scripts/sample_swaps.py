@@ -10,7 +10,7 @@ import random
 import sys
 from pathlib import Path
 
-from hss_gate.inputs import load_corpus
+from hss_gate.common.inputs import load_corpus
 
 
 def main() -> None:

@@ -19,18 +19,18 @@ from __future__ import annotations
 import sys
 import time
 
-from hss_gate.cache import Cache
-from hss_gate.inputs import load_corpus
-from hss_gate.masked_text import sentence_features
-from hss_gate.pipeline import make_perturbations
+from hss_gate.common.cache import Cache
+from hss_gate.common.inputs import load_corpus
+from hss_gate.models.sentence_explainer import SentenceAttributionSettings
+from hss_gate.models.summarizers import load_summarizer
 from hss_gate.research.likelihood import load_scorer
 from hss_gate.research.sentence_attribution import explain_change
 from hss_gate.research.sentence_fidelity import budget_for
-from hss_gate.restore import restore_swaps
-from hss_gate.sentence_explainer import SentenceAttributionSettings
+from hss_gate.scoring.pipeline import make_perturbations
+from hss_gate.scoring.toolkit import real_toolkit
 from hss_gate.settings import load_settings
-from hss_gate.summarizers import load_summarizer
-from hss_gate.toolkit import real_toolkit
+from hss_gate.text.masked_text import sentence_features
+from hss_gate.text.swap_back import swap_back
 
 
 def main() -> None:
@@ -57,7 +57,7 @@ def main() -> None:
     for i, doc in enumerate(docs):
         p = chosen[doc.doc_id]
         base, other = summaries[2 * i], summaries[2 * i + 1]
-        restored = restore_swaps(other, p.swaps, doc.text)
+        restored = swap_back(other, p.swaps, doc.text)
         m = sentence_features(doc.text).n
         budget = budget_for(m, per_sentence)
         started = time.perf_counter()

@@ -25,12 +25,12 @@ import os
 import time
 from pathlib import Path
 
-from hss_gate.inputs import load_corpus
-from hss_gate.masked_text import sentence_features
+from hss_gate.common.inputs import load_corpus
+from hss_gate.models.summarizers import load_summarizer
 from hss_gate.research.likelihood import load_scorer
 from hss_gate.research.sentence_fidelity import measure_fidelity
 from hss_gate.settings import load_settings
-from hss_gate.summarizers import load_summarizer
+from hss_gate.text.masked_text import sentence_features
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ import signal
 import sys
 import threading
 
+from hss_gate.models.summarizers.gguf import resolve_gguf
 from hss_gate.settings import load_settings
-from hss_gate.summarizers.gguf import resolve_gguf
 
 
 def start(

@@ -10,14 +10,14 @@ through an in-memory cache, so the sweep costs little more than the default expl
 
 import sys
 
-from hss_gate.cache import Cache
-from hss_gate.inputs import load_corpus
-from hss_gate.instability_metrics import spearman
+from hss_gate.common.cache import Cache
+from hss_gate.common.inputs import load_corpus
+from hss_gate.models.summarizers import load_summarizer
+from hss_gate.models.summarizers.base import truncate_words
 from hss_gate.research.attribution import AttributionSettings, shap_attribution
 from hss_gate.research.likelihood import CachedLikelihood, load_scorer
+from hss_gate.scoring.instability_metrics import spearman
 from hss_gate.settings import load_settings
-from hss_gate.summarizers import load_summarizer
-from hss_gate.summarizers.base import truncate_words
 
 
 def main() -> None:

@@ -6,7 +6,7 @@
 One arm per process (cold: an empty temporary cache, models loaded in it), so run the arms in
 pairs, alternating, and compare pair by pair (the machine's speed drifts). `shared` is the
 pipeline as shipped: while the in-process GGUF copies generate, SBERT encodes on the cores
-they leave (hss_gate.embedding.torch_threads); `default` lets torch keep one thread per core
+they leave (hss_gate.models.embedding.torch_threads); `default` lets torch keep one thread per core
 beside them. Prints the wall and CPU seconds of the scoring (CPU time shows spin-waiting even
 when other work holds the cores) and a digest of the summaries, equal in both arms.
 """
@@ -33,9 +33,9 @@ def main() -> None:
     parser.add_argument("--model", default="gguf:smollm2-135m-instruct")
     args = parser.parse_args()
 
-    from hss_gate import pipeline
-    from hss_gate.inputs import load_corpus, load_normalization
-    from hss_gate.runner import score_model
+    from hss_gate.common.inputs import load_corpus, load_normalization
+    from hss_gate.scoring import pipeline
+    from hss_gate.scoring.runner import score_model
     from hss_gate.settings import load_settings
 
     if args.arm == "default":

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate.language import Token
+from hss_gate.models.language import Token
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "data" / "reference"
@@ -136,7 +136,7 @@ class FakeChecker:
         def matrix(source, sentences):
             import numpy as np
 
-            from hss_gate.sentences import split_sentences
+            from hss_gate.text.sentences import split_sentences
 
             passages = split_sentences(source) or [source]
             return np.array(
@@ -146,7 +146,7 @@ class FakeChecker:
                 ]
             )
 
-        from hss_gate.sentences import split_sentences
+        from hss_gate.text.sentences import split_sentences
 
         inner = MatrixChecker(
             matrix, lambda src: split_sentences(src) or [src], self.fingerprint, self.threshold
@@ -194,7 +194,7 @@ def real_settings():
 
 @pytest.fixture(scope="session")
 def real_toolkit(real_settings):
-    from hss_gate import model_store
+    from hss_gate.models import model_store
 
     missing = [
         n
@@ -203,6 +203,6 @@ def real_toolkit(real_settings):
     ]
     if missing:
         pytest.skip(f"embedded models not installed: {missing} (run `hss models install`)")
-    from hss_gate.toolkit import real_toolkit as build
+    from hss_gate.scoring.toolkit import real_toolkit as build
 
     return build(real_settings)

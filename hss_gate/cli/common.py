@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hss_gate import __version__
-from hss_gate.errors import HssError, InputError
+from hss_gate.common.errors import HssError, InputError
 from hss_gate.settings import setting_default, setting_field
 
 PIPE_WIDTH = 10_000
@@ -156,7 +156,7 @@ def cli_settings(
     baseline is used only with the packaged corpus, however the corpus was chosen. The input
     paths `inputs` (default: settings.PACKAGED_INPUTS) the working folder lacks are read from
     the packaged data; a command that writes one of them leaves it out."""
-    from hss_gate.packaged import packaged_root
+    from hss_gate.common.packaged import packaged_root
     from hss_gate.settings import (
         PACKAGED_INPUTS,
         load_settings,

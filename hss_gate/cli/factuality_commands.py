@@ -20,7 +20,7 @@ from hss_gate.cli.common import (
     say,
     setting_help,
 )
-from hss_gate.progress import progress_reporter
+from hss_gate.common.progress import progress_reporter
 from hss_gate.settings import setting_field
 
 FactualityModelOpt = Annotated[

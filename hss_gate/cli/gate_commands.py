@@ -22,7 +22,7 @@ from hss_gate.cli.common import (
     say,
     setting_help,
 )
-from hss_gate.progress import progress_reporter
+from hss_gate.common.progress import progress_reporter
 
 GateOutOpt = out_option("gate.out")
 ProductionOpt = Annotated[
@@ -71,8 +71,8 @@ def gate(
 ) -> None:
     """Promote or block a candidate: exit 0 = promote, 1 = blocked, 2 = could not decide.
     A block overridden by a person (--override-by, --override-reason) is recorded and exits 0."""
-    from hss_gate import decision_report
-    from hss_gate.runner import LocalRunner
+    from hss_gate.decision import reports
+    from hss_gate.scoring.runner import LocalRunner
     from hss_gate.workflows.gate import run_gate
     from hss_gate.workflows.gate_preparation import gate_request
 
@@ -104,7 +104,7 @@ def gate(
     if decision.decision == "error":
         console.print(f"[bold red]error:[/] {decision.reasons[0]}", highlight=False, soft_wrap=True)
     reasons = [] if decision.decision == "error" else decision.reasons
-    for line in decision_report.headline(decision):
+    for line in reports.headline(decision):
         say(line)
     written = outcome.out_dir / "decision.json"
     say(f"report: {outcome.out_dir / 'decision.html'}")

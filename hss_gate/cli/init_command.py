@@ -37,7 +37,7 @@ def init(
     """Set up a repository to gate its own summarizer: params.yaml, dvc.yaml (the baseline),
     a corpus template, the GitHub workflow, .gitignore lines and a README section. Existing
     files are never overwritten (they are skipped and named); a second run changes nothing."""
-    from hss_gate.inputs import load_corpus
+    from hss_gate.common.inputs import load_corpus
     from hss_gate.settings import RunSettings
     from hss_gate.workflows.init import InitRequest, check_model_uri, run_init
 

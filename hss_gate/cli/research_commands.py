@@ -24,8 +24,8 @@ from hss_gate.cli.common import (
     setting_help,
     wide,
 )
-from hss_gate.errors import InputError
-from hss_gate.progress import progress_reporter
+from hss_gate.common.errors import InputError
+from hss_gate.common.progress import progress_reporter
 
 CheckerOpt = Annotated[
     str | None,

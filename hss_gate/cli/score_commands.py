@@ -25,8 +25,8 @@ from hss_gate.cli.common import (
     say,
     setting_help,
 )
-from hss_gate.errors import InputError
-from hss_gate.progress import progress_reporter
+from hss_gate.common.errors import InputError
+from hss_gate.common.progress import progress_reporter
 
 ScoreOutOpt = out_option("run.out")
 BaselineOutOpt = out_option("run.baseline_dir")
@@ -53,8 +53,8 @@ def score(
     params: ParamsOpt = DEFAULT_PARAMS,
 ) -> None:
     """Score a summarizer: per-document, per-category and model HSS with the evidence."""
-    from hss_gate.report import category_rows, headline
-    from hss_gate.runner import LocalRunner
+    from hss_gate.scoring.run_files import category_rows, headline
+    from hss_gate.scoring.runner import LocalRunner
     from hss_gate.workflows.score import run_score
 
     settings = cli_settings(params, k, seed, score__normalization=normalization, run__corpus=corpus)
@@ -97,7 +97,7 @@ def perturb(
 ) -> None:
     """Export the documents to summarize for HSS (originals and perturbed versions) for a model
     the gate does not run: summarize each line's `document`, hand back `doc_id` + `summary`."""
-    from hss_gate.runner import LocalRunner
+    from hss_gate.scoring.runner import LocalRunner
     from hss_gate.workflows.perturb import export_perturbations
 
     settings = cli_settings(params, k, seed, run__corpus=corpus)
@@ -133,7 +133,7 @@ def baseline(
     """The production baseline (what `dvc repro` runs): reference scores, the normalization
     constants M_c, and the production model's metrics on the reference corpus; on its own
     stage, production's attribution results."""
-    from hss_gate.runner import LocalRunner
+    from hss_gate.scoring.runner import LocalRunner
     from hss_gate.workflows.baseline import STAGES, run_baseline
     from hss_gate.workflows.baseline_attribution import STAGE, run_attribution_stage
 

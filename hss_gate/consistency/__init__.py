@@ -16,6 +16,6 @@
 - judge.py: the `judge:` checker, an LLM behind an OpenAI-compatible endpoint asked about each
   claim against the same evidence (P(yes) from log-probabilities), its answers cached;
 - novelty.py: word-level novelty of a summary against its source (stems, numbers, rarity);
-- invented.py: the `invented` checker over those signals (weights: invented_weights.json);
+- invented.py: the `invented` checker over those features (weights: invented_weights.json);
 - lm_contrast.py: per-token likelihood contrast with / without the source (measured, not used).
 """

@@ -17,7 +17,7 @@ import numpy as np
 
 from hss_gate.consistency.novelty import with_words
 from hss_gate.consistency.verdict import Unsupported, Verdict
-from hss_gate.sentences import SPLITTER_VERSION, split_sentences
+from hss_gate.text.sentences import SPLITTER_VERSION, split_sentences
 
 AGGREGATES = ("mean", "min")  # summary sentences' best scores -> the summary's consistency
 
@@ -146,7 +146,7 @@ def load_checker(
       against the same evidence and answers yes or no (P(yes) from its log-probabilities),
       the answers kept in `cache` (consistency/judge.py); never the default.
     """
-    from hss_gate.errors import InputError, ModelError
+    from hss_gate.common.errors import InputError, ModelError
 
     if model.startswith("judge:"):
         from hss_gate.consistency.entail_checker import AGGREGATES as ENTAIL_AGGREGATES

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hss_gate.perturb import Candidate, Token, match_case
+from hss_gate.text.perturb import Candidate, Token, match_case
 
 CONSISTENT_KINDS = ("synonym", "compress", "reorder")
 INCONSISTENT_KINDS = (

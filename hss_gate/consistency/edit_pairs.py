@@ -22,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from hss_gate.common.errors import InputError
+from hss_gate.common.jsonl import read_jsonl
 from hss_gate.consistency import claim_edits as ce
 from hss_gate.consistency.claim_edits import NUMBER, compress
 from hss_gate.consistency.entailment_data import Pair, Seed, read_documents, seed_pairs
 from hss_gate.consistency.evidence import Evidence, choose_evidence, without
-from hss_gate.errors import InputError
-from hss_gate.jsonl import read_jsonl
-from hss_gate.perturb import Token, find_candidates
-from hss_gate.sentences import split_sentences
+from hss_gate.text.perturb import Token, find_candidates
+from hss_gate.text.sentences import split_sentences
 
 CLAIM_WORDS = (5, 60)  # a seed claim's length in words, inclusive
 PHRASE_LABELS = (*ce.ENTITY_TYPES, "DATE")

@@ -1,9 +1,9 @@
 """The `entail` checker: a trained entailment cross-encoder reads each claim of a summary (each
 of its sentences) against the claim's evidence, the source sentences that could support it.
 
-The source is split into sentences (`hss_gate.sentences.split_sentences`). For each summary
+The source is split into sentences (`hss_gate.text.sentences.split_sentences`). For each summary
 sentence, the `top` source sentences most similar to it (SBERT cosine) and `neighbours` on each
-side of each are joined in document order into one premise that fits the encoder's window beside
+side of each are joined in document order into one premise that fits the encoder's context beside
 the sentence (`evidence.choose_evidence`); the cross-encoder gives P(premise supports sentence)
 (`entailment.EntailmentModel`). The summary's consistency aggregates its sentences' scores
 (`aggregate`: mean, min, or softmin, a soft minimum in which one unsupported sentence shows);
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from hss_gate.common.errors import ModelError
 from hss_gate.consistency.evidence import DEFAULT_NEIGHBOURS, DEFAULT_TOP, choose_evidence
 from hss_gate.consistency.model import Encode, VectorCache
 from hss_gate.consistency.novelty import with_words
 from hss_gate.consistency.verdict import Unsupported, Verdict
-from hss_gate.english import ENGLISH_FUNCTION_WORDS
-from hss_gate.errors import ModelError
-from hss_gate.sentences import SPLITTER_VERSION, split_sentences
+from hss_gate.text.english import ENGLISH_FUNCTION_WORDS
+from hss_gate.text.sentences import SPLITTER_VERSION, split_sentences
 
 if TYPE_CHECKING:
     from hss_gate.consistency.entailment import EntailmentModel
@@ -50,7 +50,7 @@ class PairModel(Protocol):
 
     @property
     def max_length(self) -> int:
-        """The encoder's window in word pieces (premise and hypothesis together)."""
+        """The encoder's context in word pieces (premise and hypothesis together)."""
         ...
 
 
@@ -155,7 +155,7 @@ class ClaimChecker:
         self._pairs: dict[tuple[str, str], float] = {}
 
     def evidence(self, source_sentences: Sequence[str], claims: Sequence[str]) -> list[str]:
-        """Each claim's evidence text, sized to leave room for the claim in the window."""
+        """Each claim's evidence text, sized to leave room for the claim in the context."""
         if not claims or not source_sentences:
             return ["" for _ in claims]
         similarity = self._vectors(list(claims)) @ self._vectors(list(source_sentences)).T
@@ -214,7 +214,7 @@ class ClaimChecker:
 def verified_adapter(path: Path, sha256: str | None) -> str:
     """The adapter file's sha256, after checking it against `sha256` (None: not pinned, a
     user's own file). Missing or another digest: a one-line ModelError naming the file."""
-    from hss_gate.model_store import sha256_file
+    from hss_gate.models.model_store import sha256_file
 
     if not path.is_file():
         raise ModelError(f"{path}: the entail checker's adapter is missing")
@@ -291,7 +291,7 @@ class LazyEntailmentModel:
 
     @property
     def max_length(self) -> int:
-        """The adapter's window, read from its file's metadata (the model is not loaded)."""
+        """The adapter's context length, read from its file's metadata (the model is not loaded)."""
         from hss_gate.consistency.entailment import read_adapter_config
 
         if self._max_length is None:
@@ -307,7 +307,7 @@ class LazyEntailmentModel:
     def __call__(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         import torch
 
-        from hss_gate.embedding import _apply_torch_threads
+        from hss_gate.models.embedding import _apply_torch_threads
 
         scorer = self._loaded()
         if self.threads:

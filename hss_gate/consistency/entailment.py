@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from hss_gate.errors import ModelError
-from hss_gate.library_logs import TRANSFORMERS_LOADING, known_messages, load_report_rows
+from hss_gate.common.errors import ModelError
+from hss_gate.common.library_logs import TRANSFORMERS_LOADING, known_messages, load_report_rows
 
 ADAPTER_FORMAT = "hss-entailment-lora-v1"
 LORA_TARGETS = (
@@ -111,7 +111,7 @@ def build_cross_encoder(base_dir: str | Path, config: AdapterConfig) -> tuple[An
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
-    # its "Loading weights" bar is noise in logs, as for SBERT (hss_gate/embedding.py)
+    # its "Loading weights" bar is noise in logs, as for SBERT (hss_gate/models/embedding.py)
     transformers_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
     with known_messages(TRANSFORMERS_LOADING, unused_pooler_report):
@@ -221,7 +221,7 @@ def read_adapter_config(path: str | Path) -> AdapterConfig:
 
 def embedded_base_dir() -> Path:
     """The embedded all-MiniLM-L6-v2's folder (config, tokenizer, weights), sha256-verified."""
-    from hss_gate import model_store
+    from hss_gate.models import model_store
 
     model = model_store.resolve_name("all-minilm-l6-v2")
     problems = model_store.verify(model)
@@ -266,7 +266,7 @@ class EntailmentModel:
                     [premises[i] for i in idx],
                     claims,
                     # as in training: the longer side is cut first, so a long premise loses
-                    # its tail and a hypothesis longer than the window never raises
+                    # its tail and a hypothesis longer than the context never raises
                     truncation="longest_first",
                     max_length=self.config.max_length,
                     padding=True,

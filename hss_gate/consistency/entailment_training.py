@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from hss_gate.common.progress import Progress, no_progress
 from hss_gate.consistency.entailment import (
     AdapterConfig,
     adapter_tensors,
@@ -20,7 +21,6 @@ from hss_gate.consistency.entailment import (
     save_adapter,
 )
 from hss_gate.consistency.entailment_data import Pair
-from hss_gate.progress import Progress, no_progress
 
 
 @dataclass(frozen=True)

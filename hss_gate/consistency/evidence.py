@@ -1,7 +1,7 @@
 """A claim's evidence: the source sentences that could support it, as one premise.
 
 The source sentences most similar to the claim (SBERT cosine) and their neighbours, in document
-order, joined into one premise that fits the encoder's window beside the claim. Pure: the
+order, joined into one premise that fits the encoder's context beside the claim. Pure: the
 similarities and the token counter come from the caller.
 """
 

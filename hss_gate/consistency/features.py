@@ -11,8 +11,8 @@ from itertools import pairwise
 
 import numpy as np
 
-from hss_gate.sentences import split_sentences
-from hss_gate.signals import normalize_token
+from hss_gate.text.mentions import normalize_token
+from hss_gate.text.sentences import split_sentences
 
 _TOKEN = re.compile(r"[A-Za-z]+|\d+(?:[.,]\d+)*")
 
@@ -175,8 +175,8 @@ def claim_features(claim: str, vector: np.ndarray, premise: Premise, top: int = 
         return np.array([0, 0, 0, 0, 0, 0, 1, 1, 0, 0], dtype=float)
     cos = premise.vectors @ np.asarray(vector, dtype=float)
     order = np.argsort(-cos, kind="stable")[:top]
-    window: set[str] = set().union(*(premise.token_sets[i] for i in order))
-    window_bigrams: set[tuple[str, str]] = set().union(*(premise.bigram_sets[i] for i in order))
+    nearby: set[str] = set().union(*(premise.token_sets[i] for i in order))
+    nearby_bigrams: set[tuple[str, str]] = set().union(*(premise.bigram_sets[i] for i in order))
     toks = tokens(claim)
     content = [t for t in toks if t not in STOP_WORDS]
     bigrams = list(pairwise(toks))
@@ -195,10 +195,10 @@ def claim_features(claim: str, vector: np.ndarray, premise: Premise, top: int = 
         [
             float(cos[order[0]]),
             float(cos[order[1]]) if len(order) > 1 else float(cos[order[0]]),
-            share(content, window),
+            share(content, nearby),
             share(content, premise.all_tokens),
-            share(bigrams, window_bigrams),
-            share(salient, window),
+            share(bigrams, nearby_bigrams),
+            share(salient, nearby),
             1.0 - share(salient, premise.all_tokens),
             float(any(t not in premise.all_tokens for t in numbers)),
             float(claim_neg != premise.negations[best] % 2),

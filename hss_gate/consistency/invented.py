@@ -1,11 +1,11 @@
 """The `invented` checker: sees what a summary adds that its source does not contain.
 
-Signals (hss_gate.consistency.novelty; no neural model): per summary sentence, the rarity-weighted
+Features (hss_gate.consistency.novelty; no neural model): per summary sentence, the rarity-weighted
 share of its content words missing from the two source sentences it aligns to, and the share of
 its content-word bigrams the source never writes; over the summary, the share of novel bigrams.
 Words are matched case-insensitively through Porter stems and normalized numbers ("two" = 2,
 "1,000" = 1000, "5.0" = 5, "%" = "percent"), so lower-cased and tokenized text is read as well as
-cased text. A logistic regression over the standardized signals gives the consistency in (0, 1)
+cased text. A logistic regression over the standardized features gives the consistency in (0, 1)
 (higher = more consistent); its weights, threshold and provenance are in
 `invented_weights.json` beside this module (fitted by scripts/checker_dev.py; which data chose
 each number: docs/CHECKER_DEV.md).
@@ -38,7 +38,7 @@ from hss_gate.consistency.novelty import (
     sentence_novelty,
 )
 from hss_gate.consistency.verdict import Unsupported, Verdict
-from hss_gate.sentences import split_sentences
+from hss_gate.text.sentences import split_sentences
 
 WEIGHTS_PATH = Path(__file__).with_name("invented_weights.json")
 SBERT_WEIGHTS_PATH = Path(__file__).with_name("invented_sbert_weights.json")

@@ -41,13 +41,13 @@ from typing import Any
 import httpx
 import numpy as np
 
-from hss_gate.cache import Cache, content_key
+from hss_gate.common.cache import Cache, content_key
+from hss_gate.common.errors import InputError, ModelError
 from hss_gate.consistency.entail_checker import EVIDENCE_VERSION, ClaimChecker
 from hss_gate.consistency.evidence import DEFAULT_NEIGHBOURS, DEFAULT_TOP
 from hss_gate.consistency.model import Encode
-from hss_gate.errors import InputError, ModelError
-from hss_gate.sentences import SPLITTER_VERSION
 from hss_gate.settings import TOKENS_PER_WORD, judge_endpoint
+from hss_gate.text.sentences import SPLITTER_VERSION
 
 SYSTEM_PROMPT = "You check claims against a source text. Answer with one word: yes or no."
 USER_PROMPT = (
@@ -60,7 +60,7 @@ PROMPT_VERSION = "p" + hashlib.sha256(f"{SYSTEM_PROMPT}\0{USER_PROMPT}".encode()
 JUDGE_THRESHOLD = 0.5
 """A claim (and a summary) below P(yes) = 0.5 is unsupported unless consistency.threshold says
 otherwise: not calibrated (the judge is the user's model)."""
-WINDOW = 512
+CONTEXT = 512
 """Estimated tokens (words x TOKENS_PER_WORD) of evidence and claim together: the evidence is
 cut to fit (`ClaimChecker.evidence`); far below any chat model's context, and it bounds the
 cost of a question."""
@@ -301,10 +301,10 @@ class JudgeModel:
     arrives."""
 
     def __init__(
-        self, client: JudgeClient, cache: Cache, workers: int = WORKERS, window: int = WINDOW
+        self, client: JudgeClient, cache: Cache, workers: int = WORKERS, context: int = CONTEXT
     ) -> None:
         self.client, self.cache = client, cache
-        self.workers, self._window = max(1, workers), window
+        self.workers, self._context = max(1, workers), context
         self.asked = 0  # questions answered by the endpoint (not the cache)
         self.read_from: dict[str, int] = {"logprobs": 0, "text": 0}
 
@@ -319,7 +319,7 @@ class JudgeModel:
 
     @property
     def max_length(self) -> int:
-        return self._window
+        return self._context
 
     def __call__(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         pairs = list(zip(premises, hypotheses, strict=True))
@@ -363,10 +363,10 @@ def judge_fingerprint(
     threshold: float,
 ) -> str:
     """What the judge's verdicts depend on: endpoint and model, prompt, the SBERT that ranks
-    the evidence, splitter, evidence and its window, aggregation and threshold."""
+    the evidence, splitter, evidence and its context length, aggregation and threshold."""
     return (
         f"judge:openai:{base_url}:{model}:{PROMPT_VERSION}:{embedder}:{SPLITTER_VERSION}:"
-        f"{EVIDENCE_VERSION}:w{WINDOW}:t{top}n{neighbours}:{aggregate}:t{threshold:g}"
+        f"{EVIDENCE_VERSION}:w{CONTEXT}:t{top}n{neighbours}:{aggregate}:t{threshold:g}"
     )
 
 

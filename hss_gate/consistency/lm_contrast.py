@@ -62,8 +62,8 @@ def load_lm(
     models_dir: str, name: str = DEFAULT_LM, dtype: str = "float32"
 ) -> tuple[Any, Any, str]:
     """(model, tokenizer, fingerprint) of an embedded GGUF model, dequantized into transformers
-    (hss_gate.likelihood)."""
-    from hss_gate.likelihood import gguf_transformers_scorer
+    (hss_gate.models.likelihood)."""
+    from hss_gate.models.likelihood import gguf_transformers_scorer
     from hss_gate.settings import GenerateSettings
 
     scorer = gguf_transformers_scorer(name, GenerateSettings(), models_dir, dtype=dtype)

@@ -11,11 +11,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hss_gate.common.errors import InputError, ModelError
+from hss_gate.common.library_logs import TRANSFORMERS_LOADING, known_messages
 from hss_gate.consistency.aggregation import ConvAggregator, sigmoid
 from hss_gate.consistency.features import FEATURES, Premise, claim_features
-from hss_gate.errors import InputError, ModelError
-from hss_gate.library_logs import TRANSFORMERS_LOADING, known_messages
-from hss_gate.sentences import split_sentences
+from hss_gate.text.sentences import split_sentences
 
 DEFAULT_MODEL = "factcc"
 
@@ -57,7 +57,7 @@ class VectorCache:
 
 def cached_encoder(embedder: Any, cache: Any) -> Encode:
     """An Encode function over an Embedder that stores vectors in the project's Cache."""
-    from hss_gate.embedding import embed_cached
+    from hss_gate.models.embedding import embed_cached
 
     def encode(texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -365,7 +365,7 @@ def load_factcc_weights(directory: str | Path) -> FactccWeights:
 
 def save_factcc_weights(directory: str | Path, weights: FactccWeights) -> Path:
     """Write model.json atomically (the directory is created; keep it out of git)."""
-    from hss_gate.io import write_json_atomic
+    from hss_gate.common.io import write_json_atomic
 
     path = weights_path(directory)
     write_json_atomic(path, weights.to_dict())

@@ -10,7 +10,7 @@ frequency), log-scaled to (0, 1]; numbers and unknown words weigh 1. Invented na
 details are rare, unsupported words.
 
 Each summary sentence is also aligned to the two source sentences sharing most of its weighted
-keys (the passage shown beside it); `local` support is measured in that window, which sees
+keys (the passage shown beside it); `local` support is measured in those nearby sentences, which see
 facts recombined from different places of the source.
 
 Pure functions, no model: `word_rank` is any callable word -> rank (None = unknown).
@@ -29,7 +29,7 @@ import numpy as np
 
 from hss_gate.consistency.features import STOP_WORDS as _BASE_STOP
 from hss_gate.consistency.verdict import Verdict
-from hss_gate.sentences import split_sentences
+from hss_gate.text.sentences import split_sentences
 
 WordRank = Callable[[str], "int | None"]
 
@@ -283,10 +283,10 @@ class SentenceNovelty:
     novel_weight: float  # ... of the unsupported ones
     novel_numbers: int
     novel_rare: int  # unsupported words of rarity >= 0.7 (rank > ~8,000: names, mostly)
-    local_novel_weight: float  # rarity weight not found in the aligned two-sentence window
+    local_novel_weight: float  # rarity weight not found in the aligned two nearby sentences
     bigrams: int
     novel_bigrams: int
-    local_novel_bigrams: int  # bigrams not in the aligned two-sentence window
+    local_novel_bigrams: int  # bigrams not in the aligned two nearby sentences
     recombined_bigrams: int  # novel bigrams of two supported words (facts recombined)
     cooc_novel: int  # adjacent content-word pairs no source sentence has together (any order)
     passage: str
@@ -297,7 +297,7 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
     weights = [rarity(w.text if not w.number else "#", rank) for w in ws]
     miss = _missing(ws, source)
     # align: the two source sentences sharing most weighted keys
-    window_bigrams: set[tuple[str, str]] = set()
+    nearby_bigrams: set[tuple[str, str]] = set()
     if source.sentences:
         gain = np.array(
             [
@@ -306,14 +306,14 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
             ]
         )
         top = np.argsort(-gain, kind="stable")[:2]
-        window = set().union(*(source.sentence_keys[i] for i in top))
-        win_prefixes = {k[:6] for k in window if len(k) >= 6 and not k.startswith("#")}
+        nearby = set().union(*(source.sentence_keys[i] for i in top))
+        nearby_prefixes = {k[:6] for k in nearby if len(k) >= 6 and not k.startswith("#")}
         passage = " ".join(source.sentences[i] for i in sorted(top))
         for i in top:
-            window_bigrams |= source.sentence_bigrams[i]
+            nearby_bigrams |= source.sentence_bigrams[i]
     else:
-        window, win_prefixes, passage = set(), set(), ""
-    local_miss = [not supported(w, window, win_prefixes) for w in ws]
+        nearby, nearby_prefixes, passage = set(), set(), ""
+    local_miss = [not supported(w, nearby, nearby_prefixes) for w in ws]
     keys = [w.key for w in ws]
     bigrams = list(pairwise(keys))
     ok = list(pairwise([not m for m in miss]))
@@ -329,7 +329,7 @@ def sentence_novelty(sentence: str, source: Source, rank: WordRank | None) -> Se
         local_novel_weight=float(sum(wt for wt, m in zip(weights, local_miss, strict=True) if m)),
         bigrams=len(bigrams),
         novel_bigrams=sum(1 for b in bigrams if b not in source.bigrams),
-        local_novel_bigrams=sum(1 for b in bigrams if b not in window_bigrams),
+        local_novel_bigrams=sum(1 for b in bigrams if b not in nearby_bigrams),
         recombined_bigrams=sum(
             1 for b, (x, y) in zip(bigrams, ok, strict=True) if x and y and b not in source.bigrams
         ),
@@ -347,10 +347,10 @@ NOVELTY_FEATURES = (
     "novel_numbers",  # unsupported numbers (log1p)
     "novel_rare",  # unsupported rare words (log1p)
     "sent_max_wshare",  # worst sentence's weighted share
-    "local_wshare",  # weighted share missing from each sentence's aligned window
+    "local_wshare",  # weighted share missing from each sentence's aligned nearby sentences
     "sent_max_local",  # worst sentence's local share
     "bigram_novel",  # share of content-word bigrams not in the source
-    "bigram_local",  # ... not in each sentence's aligned window
+    "bigram_local",  # ... not in each sentence's aligned nearby sentences
     "bigram_recombined",  # share of bigrams of supported words that the source never joins
     "sent_max_bigram",  # worst sentence's bigram novelty
     "cooc_novel",  # share of adjacent content-word pairs never in one source sentence together
@@ -394,8 +394,8 @@ def glove_ranks() -> dict[str, int]:
     """Frequency rank of each word of the embedded GloVe 6B vocabulary (0 = most frequent)."""
     import pandas as pd
 
-    from hss_gate import model_store
-    from hss_gate.errors import ModelError
+    from hss_gate.common.errors import ModelError
+    from hss_gate.models import model_store
 
     model = model_store.resolve_name("glove-6b-50d")
     problems = model_store.verify(model)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from hss_gate.common.errors import InputError
+from hss_gate.common.jsonl import BadLine, jsonl_lines, read_bytes
 from hss_gate.consistency.aggregation import summac_zs
 from hss_gate.consistency.features import overlap_scores
 from hss_gate.consistency.model import (
@@ -22,9 +24,7 @@ from hss_gate.consistency.model import (
     VectorCache,
     consistency_matrix,
 )
-from hss_gate.errors import InputError
-from hss_gate.jsonl import BadLine, jsonl_lines, read_bytes
-from hss_gate.sentences import split_sentences
+from hss_gate.text.sentences import split_sentences
 
 COLUMNS = (
     "id",

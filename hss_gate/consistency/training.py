@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from hss_gate.common.errors import InputError
 from hss_gate.consistency.aggregation import fit_conv, sigmoid, summac_zs
 from hss_gate.consistency.calibration import balanced_accuracy, roc_auc
 from hss_gate.consistency.features import FEATURES, STOP_WORDS, tokens
 from hss_gate.consistency.model import Encode, FactccModel, FactccWeights, LogisticModel
-from hss_gate.errors import InputError
-from hss_gate.sentences import split_sentences
+from hss_gate.text.sentences import split_sentences
 
 
 def fit_logistic(
@@ -394,9 +394,9 @@ def train_from_corpus(
 ) -> Path:
     """Train the FactCC-style checker on a corpus's own sentences (weak supervision) and write
     its weights to weights_dir/model.json; returns that path."""
+    from hss_gate.common.inputs import load_corpus
     from hss_gate.consistency.model import save_factcc_weights
-    from hss_gate.inputs import load_corpus
-    from hss_gate.language import SpacyTagger
+    from hss_gate.models.language import SpacyTagger
 
     say(f"training the FactCC-style classifier on {corpus} ...")
     tagged = tag_documents(SpacyTagger().nlp, [d.text for d in load_corpus(corpus)])

@@ -28,10 +28,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from hss_gate.instability_metrics import instability, mass_wasserstein
-from hss_gate.masked_text import render, word_spans
 from hss_gate.research.instability import aggregate, align, word_changes
 from hss_gate.research.likelihood import LikelihoodModel
+from hss_gate.scoring.instability_metrics import instability, mass_wasserstein
+from hss_gate.text.masked_text import render, word_spans
 
 METHODS = ("shap", "lime", "smile", "attention")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
@@ -81,7 +81,7 @@ def word_index(spans: Sequence[tuple[int, int]], char_pos: int) -> int:
 
 
 def edit_positions(text: str, edits: Sequence[Any]) -> list[int]:
-    """Word positions of perturbation edits (hss_gate.perturb.Edit, char_start on `text`)."""
+    """Word positions of perturbation edits (hss_gate.text.perturb.Edit, char_start on `text`)."""
     spans = word_spans(text)
     return [word_index(spans, int(e.char_start)) for e in edits]
 

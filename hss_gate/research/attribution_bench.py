@@ -140,18 +140,18 @@ def explain_documents(
 def shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     """The stage (see the module docstring): per document its cost and SHAP's agreement with
     shap's default budget; the cost record over the documents (cost_record)."""
-    from hss_gate.cache import Cache
-    from hss_gate.errors import ModelError
-    from hss_gate.inputs import load_corpus
-    from hss_gate.instability_metrics import spearman
-    from hss_gate.pipeline import make_perturbations
-    from hss_gate.progress import plain_progress
+    from hss_gate.common.cache import Cache
+    from hss_gate.common.errors import ModelError
+    from hss_gate.common.inputs import load_corpus
+    from hss_gate.common.progress import plain_progress
+    from hss_gate.models.summarizers import load_summarizer
     from hss_gate.research.attribution import shap_attribution
     from hss_gate.research.experiment_run import attribution_budget
     from hss_gate.research.likelihood import CachedLikelihood, CountedLikelihood, load_scorer
+    from hss_gate.scoring.instability_metrics import spearman
+    from hss_gate.scoring.pipeline import make_perturbations
+    from hss_gate.scoring.toolkit import real_toolkit
     from hss_gate.settings import load_settings
-    from hss_gate.summarizers import load_summarizer
-    from hss_gate.toolkit import real_toolkit
 
     settings = load_settings(config["params"], run__cache_dir=config["cache"])
     exp = settings.experiment

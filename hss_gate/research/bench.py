@@ -141,7 +141,7 @@ def plan_for(
     (the gate then runs that model on those documents)."""
     from dataclasses import replace
 
-    from hss_gate.errors import InputError
+    from hss_gate.common.errors import InputError
 
     if documents is not None and documents < 1:
         raise InputError("--documents must be at least 1")
@@ -246,7 +246,7 @@ def run_timed(
     `exit_codes` fails the step."""
     import threading
 
-    from hss_gate.progress import PREFIX
+    from hss_gate.common.progress import PREFIX
 
     started = time.perf_counter()
     lines: list[bytes] = []
@@ -278,7 +278,7 @@ def run_timed(
         proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
     if proc.returncode not in exit_codes:
-        from hss_gate.errors import HssError
+        from hss_gate.common.errors import HssError
 
         tail = output.decode(errors="replace").strip().splitlines()[-15:]
         raise HssError(f"bench step failed ({' '.join(cmd[:4])} ...):\n" + "\n".join(tail))
@@ -304,9 +304,9 @@ def _stage_settings(config: dict[str, Any]) -> Any:
 
 def _texts(docs: Sequence[Any], settings: Any, cache_dir: str | None) -> list[str]:
     """Every original and perturbed text (unique), perturbations from the given cache."""
-    from hss_gate.cache import Cache
-    from hss_gate.pipeline import make_perturbations
-    from hss_gate.toolkit import real_toolkit
+    from hss_gate.common.cache import Cache
+    from hss_gate.scoring.pipeline import make_perturbations
+    from hss_gate.scoring.toolkit import real_toolkit
 
     cache = Cache(cache_dir)
     try:
@@ -319,10 +319,10 @@ def _texts(docs: Sequence[Any], settings: Any, cache_dir: str | None) -> list[st
 
 def floor_stage(config: dict[str, Any]) -> dict[str, Any]:
     """Only the generations (model load included), compared with the pipeline's summaries."""
-    from hss_gate.cache import Cache
-    from hss_gate.generation import summary_key
-    from hss_gate.inputs import load_corpus
-    from hss_gate.summarizers import load_summarizer
+    from hss_gate.common.cache import Cache
+    from hss_gate.common.inputs import load_corpus
+    from hss_gate.models.summarizers import load_summarizer
+    from hss_gate.scoring.generation import summary_key
 
     settings = _stage_settings(config)
     texts = _texts(load_corpus(config["corpus"]), settings, config["cache"])
@@ -351,17 +351,17 @@ def floor_stage(config: dict[str, Any]) -> dict[str, Any]:
 
 def naive_stage(config: dict[str, Any]) -> dict[str, Any]:
     """The pipeline as first written (see the module docstring); HSS per document."""
-    from hss_gate.cache import Cache
-    from hss_gate.distance import wasserstein
-    from hss_gate.embedding import SbertEmbedder
-    from hss_gate.inputs import load_corpus, load_normalization
-    from hss_gate.language import SpacyTagger
-    from hss_gate.pipeline import make_perturbations
-    from hss_gate.restore import restore_swaps
-    from hss_gate.sentences import split_sentences
-    from hss_gate.severity import severity
-    from hss_gate.summarizers import load_summarizer
-    from hss_gate.toolkit import real_toolkit
+    from hss_gate.common.cache import Cache
+    from hss_gate.common.inputs import load_corpus, load_normalization
+    from hss_gate.models.embedding import SbertEmbedder
+    from hss_gate.models.language import SpacyTagger
+    from hss_gate.models.summarizers import load_summarizer
+    from hss_gate.scoring.distance import wasserstein
+    from hss_gate.scoring.pipeline import make_perturbations
+    from hss_gate.scoring.severity import severity
+    from hss_gate.scoring.toolkit import real_toolkit
+    from hss_gate.text.sentences import split_sentences
+    from hss_gate.text.swap_back import swap_back
 
     settings = _stage_settings(config)
     settings = settings.model_copy(
@@ -378,7 +378,7 @@ def naive_stage(config: dict[str, Any]) -> dict[str, Any]:
             base = summarizer.summarize([doc.text])[0]
             perturbed = summarizer.summarize([p.text])[0]
             generations += 2
-            pairs.append((doc, base, restore_swaps(perturbed, p.swaps, doc.text), perturbed))
+            pairs.append((doc, base, swap_back(perturbed, p.swaps, doc.text), perturbed))
     del summarizer
     embedder = SbertEmbedder(settings.score.embedder)
 
@@ -411,13 +411,13 @@ def sentence_shap_stage(config: dict[str, Any]) -> dict[str, Any]:
     Shapley values when 2^M fits), the reference's seed-to-seed Spearman on the first
     `self_documents`, the noise floor of instability, seconds per document. Skipped for models
     without token probabilities."""
-    from hss_gate.errors import ModelError
-    from hss_gate.inputs import load_corpus
-    from hss_gate.masked_text import sentence_features
-    from hss_gate.progress import PREFIX
+    from hss_gate.common.errors import ModelError
+    from hss_gate.common.inputs import load_corpus
+    from hss_gate.common.progress import PREFIX
+    from hss_gate.models.summarizers import load_summarizer
     from hss_gate.research.likelihood import load_scorer
     from hss_gate.research.sentence_fidelity import measure_fidelity
-    from hss_gate.summarizers import load_summarizer
+    from hss_gate.text.masked_text import sentence_features
 
     settings = _stage_settings(config)
     exp = settings.experiment

@@ -43,7 +43,7 @@ class BenchRun:
     """The work directory, the corpus subsets and one timed process per step."""
 
     def __init__(self, plan: BenchPlan, params: Path, out: Path, say: Callable[[str], None]):
-        from hss_gate.inputs import load_corpus
+        from hss_gate.common.inputs import load_corpus
         from hss_gate.settings import load_settings
 
         self.plan, self.params, self.out, self.say = plan, params.resolve(), out, say

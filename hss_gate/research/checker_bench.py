@@ -21,7 +21,7 @@ import numpy as np
 def checker_pairs(summaries: Path, documents: Sequence[Any], n: int) -> list[tuple[str, str, str]]:
     """(doc_id, source, summary) of the first n documents (0 = all) that have a stored base
     summary (strength "base"; the first one per document), in corpus order."""
-    from hss_gate.jsonl import read_jsonl
+    from hss_gate.common.jsonl import read_jsonl
 
     base: dict[str, str] = {}
     for _, row in read_jsonl(summaries):
@@ -81,10 +81,10 @@ def checker_stage(config: dict[str, Any]) -> dict[str, Any]:
     builds it, on this stage's own empty cache) timed on the production model's stored base
     summaries of the reference corpus (`time_checker`); skipped without the stored summaries
     (an installed package has no data/baseline)."""
-    from hss_gate.embedding import SbertEmbedder
-    from hss_gate.inputs import load_corpus
+    from hss_gate.common.inputs import load_corpus
+    from hss_gate.models.embedding import SbertEmbedder
+    from hss_gate.scoring.toolkit import LazyChecker
     from hss_gate.settings import load_settings
-    from hss_gate.toolkit import LazyChecker
 
     settings = load_settings(config["params"], run__cache_dir=config["cache"])
     summaries = Path(

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from hss_gate.normalization import Normalization
 from hss_gate.research.correlation import METHODS, correlation_ci
-from hss_gate.severity import bootstrap_ci
+from hss_gate.scoring.normalization import Normalization
+from hss_gate.scoring.severity import bootstrap_ci
 
 # column -> (label, the paper's Pearson r with HSS or None) (METHOD.md section 6)
 COMPARATORS: dict[str, tuple[str, float | None]] = {

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hss_gate.io import write_csv_atomic, write_text_atomic
+from hss_gate.common.io import write_csv_atomic, write_text_atomic
 from hss_gate.research.experiment import COMPARATORS
 
 KNOWLEDGE_HEAVY = ("science", "legal", "medical")

@@ -12,12 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hss_gate.corpus import Document
-from hss_gate.distance import transport_shares
-from hss_gate.errors import InputError
-from hss_gate.jsonl import read_jsonl
-from hss_gate.normalization import Normalization
-from hss_gate.progress import Progress, no_progress
+from hss_gate.common.errors import InputError
+from hss_gate.common.jsonl import read_jsonl
+from hss_gate.common.progress import Progress, no_progress
 from hss_gate.research.experiment import (
     ATTRIBUTION_CLAIMS,
     attribution_table,
@@ -29,8 +26,11 @@ from hss_gate.research.experiment import (
     strength_table,
 )
 from hss_gate.research.experiment_report import paper_table
-from hss_gate.sentences import split_sentences
+from hss_gate.scoring.distance import transport_shares
+from hss_gate.scoring.normalization import Normalization
 from hss_gate.settings import HssSettings
+from hss_gate.text.corpus import Document
+from hss_gate.text.sentences import split_sentences
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "full method": {},
@@ -236,7 +236,7 @@ def run_experiment(
     progress: Progress = no_progress,
 ) -> ExperimentResult:
     """The whole analysis. `score(uri, docs, settings, normalization, progress=)` scores a model
-    (hss_gate.runner.score_model); comparators/attribution add per-document columns from the
+    (hss_gate.scoring.runner.score_model); comparators/attribution add per-document columns from the
     base summaries (for the first experiment.attribution_documents documents for attribution)."""
     exp = settings.experiment
     documents, perturbations, results = score_models(
@@ -309,8 +309,8 @@ def sentence_evaluations(settings: HssSettings, text: str, perturbed: int) -> in
     """The evaluations one sentence-level method plans for a document (the gate's explainer,
     gate.attribution's budget for its sentences, the original and each perturbation); 0 for a
     document too short to explain."""
-    from hss_gate.gate_attribution import MIN_SENTENCES, explained_words, explainer_settings
-    from hss_gate.masked_text import sentence_features
+    from hss_gate.decision.attribution import MIN_SENTENCES, explained_words, explainer_settings
+    from hss_gate.text.masked_text import sentence_features
 
     words = explained_words(settings)
     sentences = sentence_features(text, words).n
@@ -326,12 +326,12 @@ def attribution_hook(
     perturbations (rank instability = 1 - Spearman of aligned word attributions, or of source
     sentences' for sentence_shap / sentence_lime; see docs/ATTRIBUTION.md). Models without
     token probabilities get no columns."""
-    from hss_gate.errors import ModelError
-    from hss_gate.gate_attribution import explain_document as explain_sentence_level
-    from hss_gate.gate_attribution import explained_words
-    from hss_gate.pipeline import make_perturbations
+    from hss_gate.common.errors import ModelError
+    from hss_gate.decision.attribution import explain_document as explain_sentence_level
+    from hss_gate.decision.attribution import explained_words
     from hss_gate.research.attribution import explain_document, planned_evaluations
     from hss_gate.research.likelihood import CachedLikelihood, CountedLikelihood, load_scorer
+    from hss_gate.scoring.pipeline import make_perturbations
 
     exp = settings.experiment
     budget = attribution_budget(settings)
@@ -428,13 +428,13 @@ def run_and_report(
 
     import yaml
 
-    from hss_gate import model_store
-    from hss_gate.cache import Cache
-    from hss_gate.inputs import load_corpus, load_normalization
-    from hss_gate.io import write_csv_atomic, write_text_atomic
+    from hss_gate.common.cache import Cache
+    from hss_gate.common.inputs import load_corpus, load_normalization
+    from hss_gate.common.io import write_csv_atomic, write_text_atomic
+    from hss_gate.models import model_store
     from hss_gate.research.experiment_report import localization_section, write_report
-    from hss_gate.runner import score_model
-    from hss_gate.toolkit import real_toolkit
+    from hss_gate.scoring.runner import score_model
+    from hss_gate.scoring.toolkit import real_toolkit
 
     exp = settings.experiment
     docs = load_corpus(settings.run.corpus) + external_documents(

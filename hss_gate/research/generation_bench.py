@@ -44,7 +44,7 @@ PAIRS = (  # run side by side
 def stored_texts(baseline_dir: str | Path, corpus: Sequence[Any], documents: int) -> list[Any]:
     """(key, text, stored summary) of the first `documents` documents of the stored run: each
     document's original first, then its perturbed versions."""
-    from hss_gate.stored_run import load_stored_run
+    from hss_gate.scoring.stored_run import load_stored_run
 
     run = load_stored_run(Path(baseline_dir) / "reference")
     rows = []
@@ -57,7 +57,7 @@ def stored_texts(baseline_dir: str | Path, corpus: Sequence[Any], documents: int
 
 def timed_summaries(model: str, settings: Any, texts: Sequence[str]) -> dict[str, Any]:
     """Summaries of the texts, in order, on one single-thread copy, with llama.cpp's timings."""
-    from hss_gate.summarizers.gguf import GgufSummarizer
+    from hss_gate.models.summarizers.gguf import GgufSummarizer
 
     generate = settings.generate.model_copy(update={"threads": 1, "workers": 1})
     summarizer = GgufSummarizer(model.removeprefix("gguf:"), generate, settings.run.models_dir)
@@ -129,7 +129,7 @@ def model_section(model: str, settings: Any, rows: Sequence[Any], production: bo
 
 def generation_stage(config: dict[str, Any]) -> dict[str, Any]:
     """The bench stage: every model of config["models"] on config["documents"] documents."""
-    from hss_gate.inputs import load_corpus
+    from hss_gate.common.inputs import load_corpus
     from hss_gate.settings import load_settings
 
     settings = load_settings(config["params"], run__cache_dir=config["cache"])
@@ -151,8 +151,8 @@ def generation_stage(config: dict[str, Any]) -> dict[str, Any]:
 def production_lengths(baseline_dir: str | Path, summary_words: int) -> dict[str, Any]:
     """Cut-mid-sentence share and mean words of the stored reference run's summaries (every
     row, and the originals' alone), against the length asked for."""
-    from hss_gate.jsonl import read_jsonl
-    from hss_gate.sentences import ends_mid_sentence
+    from hss_gate.common.jsonl import read_jsonl
+    from hss_gate.text.sentences import ends_mid_sentence
 
     rows = [row for _, row in read_jsonl(Path(baseline_dir) / "reference" / "summaries.jsonl")]
 

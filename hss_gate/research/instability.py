@@ -6,7 +6,7 @@ of the original and word i of a perturbation are the same slot; `align` checks t
 back to a difflib alignment if a caller ever passes a text with a different word count.
 
 The three views of "how much did the explanation move" (rank, top-k, mass; docs/ATTRIBUTION.md)
-are hss_gate.instability_metrics, which the gate's attribution step measures with too; here
+are hss_gate.scoring.instability_metrics, which the gate's attribution step measures with too; here
 they are applied to aligned words, averaged over a document's perturbations (`aggregate`) and
 localized to the words and summary sentences that moved.
 """
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from hss_gate.instability_metrics import METRICS, attribution_mass, instability
+from hss_gate.scoring.instability_metrics import METRICS, attribution_mass, instability
 
 # --------------------------------------------------------------------------- alignment
 
@@ -149,7 +149,7 @@ def sentence_shares(
     the optimal plan to that perturbation's summary; shares sum to 1 per perturbation (0s when
     the summaries are identical).
     """
-    from hss_gate.distance import transport_shares
+    from hss_gate.scoring.distance import transport_shares
 
     base = np.atleast_2d(np.asarray(base_embeddings, dtype=np.float64))
     if base.shape[0] != len(sentences):

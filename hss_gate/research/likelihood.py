@@ -1,9 +1,9 @@
-"""Teacher-forced scorers for attribution: the model backends (hss_gate.likelihood), a
+"""Teacher-forced scorers for attribution: the model backends (hss_gate.models.likelihood), a
 deterministic test double and a cache of every evaluation.
 
 The attribution target (METHOD.md section 5): how likely the summarizer finds its own base
 summary given a (masked or perturbed) input document. `load_scorer` picks the backend for a
-model URI: hf and gguf (transformers or llama.cpp) from hss_gate.likelihood, `fake:overlap`.
+model URI: hf and gguf (transformers or llama.cpp) from hss_gate.models.likelihood, `fake:overlap`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hss_gate.errors import ModelError
-from hss_gate.likelihood import (
+from hss_gate.common.errors import ModelError
+from hss_gate.models.likelihood import (
     GgufLikelihood,
     HfLikelihood,
     LikelihoodModel,
@@ -72,7 +72,7 @@ class CachedLikelihood:
         return getattr(self.scorer, name)
 
     def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
-        from hss_gate.cache import content_key
+        from hss_gate.common.cache import content_key
 
         keys = [content_key(self.fingerprint, summary, d) for d in documents]
         found = self.cache.get_many(self.namespace, keys)
@@ -147,8 +147,8 @@ def load_scorer(
 
 def scorer_for(summarizer: Any) -> LikelihoodModel:
     """A scorer sharing an already-built summarizer's model and prompt settings."""
-    from hss_gate.summarizers.gguf import GgufSummarizer
-    from hss_gate.summarizers.hf import HfSummarizer
+    from hss_gate.models.summarizers.gguf import GgufSummarizer
+    from hss_gate.models.summarizers.hf import HfSummarizer
 
     if isinstance(summarizer, HfSummarizer):
         return HfLikelihood.from_summarizer(summarizer)

@@ -3,7 +3,8 @@ localization of what a perturbation moved.
 
 The explainer itself (the target f(x) = log p(y0 | x) over the source's sentences, the
 estimators and their budgets, the instability between two explanations) is
-hss_gate.sentence_explainer, the one the gate uses, with its estimators in hss_gate.shapley;
+hss_gate.models.sentence_explainer, the one the gate uses, with its estimators in
+hss_gate.scoring.shapley;
 docs/ATTRIBUTION.md, "Sentence-level attribution". Here: `agreement` (Spearman of two
 attributions of the same sentences, what hss_gate.research.sentence_fidelity measures), and
 `explain_change`: a document and one perturbation explained with the same seed, and per changed
@@ -17,16 +18,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hss_gate.instability_metrics import spearman
-from hss_gate.masked_text import sentence_features
-from hss_gate.research.likelihood import LikelihoodModel
-from hss_gate.sentence_explainer import (
+from hss_gate.models.sentence_explainer import (
     SentenceAttribution,
     SentenceAttributionSettings,
     explain_sentences,
     sentence_instability,
 )
-from hss_gate.sentences import split_sentences
+from hss_gate.research.likelihood import LikelihoodModel
+from hss_gate.scoring.instability_metrics import spearman
+from hss_gate.text.masked_text import sentence_features
+from hss_gate.text.sentences import split_sentences
 
 
 def agreement(a: np.ndarray, b: np.ndarray) -> float:

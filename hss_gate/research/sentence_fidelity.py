@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from hss_gate.masked_text import sentence_features
-from hss_gate.research.likelihood import LikelihoodModel
-from hss_gate.research.sentence_attribution import agreement
-from hss_gate.sentence_explainer import (
+from hss_gate.models.sentence_explainer import (
     SentenceAttributionSettings,
     explain_sentences,
     sentence_instability,
 )
+from hss_gate.research.likelihood import LikelihoodModel
+from hss_gate.research.sentence_attribution import agreement
+from hss_gate.text.masked_text import sentence_features
 
 REFERENCE_SEED = 10_007  # seeds of the reference runs, far from the budgeted runs' seeds
 SELF_SEED = 20_011

@@ -7,11 +7,12 @@ candidate is significantly worse when the paired 95% CI of its difference lies e
 zero (the gate must block), significantly better when it lies entirely above (it must promote).
 
 The gate's side runs the gate's own rule on per-document rows built from the checker's verdicts
-(`document_rows`): `gate_call` drives hss_gate.paired_comparison.compare and the gate's rule
-(hss_gate.decision_rule.judge_look) look by look
-(hss_gate.sequential: the stratified order, the look sizes, the Bonferroni-spent level), as
+(`document_rows`): `gate_call` drives hss_gate.decision.paired_comparison.compare and the gate's
+rule
+(hss_gate.decision.rule.judge_look) look by look
+(hss_gate.decision.sequential: the stratified order, the look sizes, the Bonferroni-spent level), as
 `hss gate` does, or in one look (`hss gate --full`). The facts bounds follow production's own
-values (hss_gate.decision_rule.facts_bounds_relative_to), as in the gate. What is not
+values (hss_gate.decision.rule.facts_bounds_relative_to), as in the gate. What is not
 there: HSS (no perturbations: every row's `hss` is NaN, "not measured" as in a gate run of
 stored summaries without perturbed ones, so compare skips the HSS comparison instead of
 comparing zeros) and the form, data and not-summarizing checks; the facts checks' `mean` tests
@@ -32,14 +33,14 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from hss_gate.decision_rule import judge_look
-from hss_gate.errors import InputError
-from hss_gate.gate_checks import severity_checks
-from hss_gate.jsonl import read_jsonl
-from hss_gate.paired_comparison import compare
-from hss_gate.sequential import look_levels, look_plan, look_record, stratified_order
+from hss_gate.common.errors import InputError
+from hss_gate.common.jsonl import read_jsonl
+from hss_gate.decision.checks import severity_checks
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.rule import judge_look
+from hss_gate.decision.sequential import look_levels, look_plan, look_record, stratified_order
+from hss_gate.scoring.severity import paired_t_ci
 from hss_gate.settings import GateSettings
-from hss_gate.severity import paired_t_ci
 
 HUMAN_LEVEL = 0.95
 CATEGORY = "all"  # a file of system summaries has no categories: one (auto looks: 5 equal ones)
@@ -186,7 +187,8 @@ def document_row(
     checker's consistency, whether it is below the threshold, its sentences' mean support (the
     paired statistic; None: the consistency) and the share of unsupported entities/numbers.
     HSS is not measured here (no perturbations): NaN, as the gate's documents
-    table has it for a run without perturbed summaries (hss_gate.paired_comparison.hss_measured
+    table has it for a run without perturbed summaries
+    (hss_gate.decision.paired_comparison.hss_measured
     is then false and compare leaves the HSS signals out: "not measured", never 0)."""
     return {
         "doc_id": doc_id,
@@ -200,7 +202,7 @@ def document_row(
 
 
 def facts_checks(rows: Sequence[Mapping[str, Any]], gate: GateSettings) -> list[dict[str, Any]]:
-    """The gate's absolute facts checks (hss_gate.gate_checks.severity_checks, kind `facts`:
+    """The gate's absolute facts checks (hss_gate.decision.checks.severity_checks, kind `facts`:
     `mean` tests) on these rows, as check results the gate reads."""
     out = []
     for check in severity_checks(gate):

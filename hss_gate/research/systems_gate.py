@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from hss_gate.errors import InputError
-from hss_gate.progress import Progress, no_progress
+from hss_gate.common.errors import InputError
+from hss_gate.common.progress import Progress, no_progress
+from hss_gate.models.summarizers.stored import SCHEME
 from hss_gate.research.systems import read_judgements
 from hss_gate.settings import GateSettings, HssSettings
-from hss_gate.summarizers.stored import SCHEME
 
 GATE_KEY = "gate"
 """A pair's key for the real gate's decision (as `decision`, `single`, ... for the others)."""
@@ -105,7 +105,7 @@ def through_gate(
     """Every pair (candidate, production) of `pairs` through the real gate, into
     OUT/gates/{candidate}-vs-{production}/; one progress line per pair with its wall time."""
     if runner is None:
-        from hss_gate.runner import LocalRunner
+        from hss_gate.scoring.runner import LocalRunner
 
         runner = LocalRunner()  # the models load once for every pair
     advance = progress("gate pairs", len(pairs), 0)

@@ -2,7 +2,7 @@
 
 Reads a documents file and a file of several systems' human-judged summaries (frank_cnndm's
 form), checks every summary with the chosen checker (verdicts cached by content and the
-checker's fingerprint, hss_gate.pipeline.verdicts_cached, so a rerun is cheap), tags its
+checker's fingerprint, hss_gate.scoring.pipeline.verdicts_cached, so a rerun is cheap), tags its
 entities/numbers (cached too), then for every ordered pair of systems compares the humans'
 paired difference with the gate's decision. Writes OUT/systems.md and OUT/systems.json.
 `through_gate` also runs every pair through the real gate workflow (research/systems_gate.py).
@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hss_gate.cache import Cache
-from hss_gate.errors import InputError
-from hss_gate.io import write_json_atomic, write_text_atomic
-from hss_gate.pipeline import mentions_cached, verdicts_cached
-from hss_gate.progress import Progress, no_progress
+from hss_gate.common.cache import Cache
+from hss_gate.common.errors import InputError
+from hss_gate.common.io import write_json_atomic, write_text_atomic
+from hss_gate.common.progress import Progress, no_progress
 from hss_gate.research.systems import (
     HUMAN_LEVEL,
     SHARE_MARGIN,
@@ -34,8 +33,9 @@ from hss_gate.research.systems import (
     read_summaries,
 )
 from hss_gate.research.systems_gate import GATE_KEY, gate_settings, spearman, through_gate
+from hss_gate.scoring.pipeline import mentions_cached, verdicts_cached
 from hss_gate.settings import GateSettings, HssSettings
-from hss_gate.signals import unsupported_share
+from hss_gate.text.mentions import unsupported_share
 
 BATCH = 25  # summaries checked between progress updates (and cache writes)
 INVENTED = ("invented", "invented-sbert")
@@ -70,13 +70,13 @@ class SystemsResult:
 def build_checker(
     settings: HssSettings, request: SystemsRequest, cache: Cache
 ) -> tuple[Any, GateSettings]:
-    """The checker (the real one, built as hss_gate.toolkit.LazyChecker does, or an invented
+    """The checker (the real one, built as hss_gate.scoring.toolkit.LazyChecker does, or an invented
     kind with `request.weights`) and the gate settings it decides with: its consistency margin
     and bound on the share it finds unsupported come from the request, else the weights (which
     state them in their score's units), else the settings."""
     from hss_gate.consistency.checker import CHECKERS, load_checker
     from hss_gate.consistency.model import cached_encoder
-    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.models.embedding import SbertEmbedder
 
     kind = request.checker or settings.consistency.model
     if kind not in CHECKERS:
@@ -200,7 +200,7 @@ def run_systems(
         if checker is None:
             checker, gate = build_checker(settings, request, cache)
             if request.entities and tagger is None:
-                from hss_gate.language import SpacyTagger
+                from hss_gate.models.language import SpacyTagger
 
                 tagger = SpacyTagger()
         gate = gate or settings.gate

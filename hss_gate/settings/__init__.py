@@ -2,7 +2,7 @@
 
 Nested keys use a double underscore: HSS_PERTURB__TAU=0.7 overrides perturb.tau. Layers, the
 first that sets a key wins: explicit overrides (CLI options) > HSS_* environment > ./params.yaml
-> the packaged params.yaml of an installed wheel (hss_gate/packaged.py) > the defaults below.
+> the packaged params.yaml of an installed wheel (hss_gate/common/packaged.py) > the defaults below.
 
 This module holds `HssSettings` and its loading; the sections are declared beside it, by what
 they set: `scoring.py` (perturb, generate, score, consistency; a candidate's own generation
@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from hss_gate.errors import InputError
-from hss_gate.packaged import packaged_path
+from hss_gate.common.errors import InputError
+from hss_gate.common.packaged import packaged_path
 from hss_gate.settings.decisions import (
     AlertSettings,
     GateAttributionSettings,
@@ -344,7 +344,8 @@ def use_packaged_inputs(
     cwd: Path | None = None,
 ) -> list[str]:
     """Point each input path of `keys` (section.key) that the working folder `cwd` lacks at its
-    packaged copy (hss_gate/packaged.py), in place; returns "key (path)" for each one replaced.
+    packaged copy (hss_gate/common/packaged.py), in place; returns "key (path)" for each one
+    replaced.
     The baseline's paths only while the corpus is the packaged one too: the packaged baseline
     is production's run on that corpus, not on a corpus of the user's."""
     if root is None:

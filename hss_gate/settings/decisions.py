@@ -21,7 +21,7 @@ from pydantic import (
 class GateAttributionSettings(BaseModel):
     """The explainer the gate uses for attribution instability (gate.attribution_documents > 0):
     sentence-level SHAP of the summarizer's teacher-forced log-likelihood of its base summary
-    (hss_gate.sentence_explainer; docs/ATTRIBUTION.md section 7)."""
+    (hss_gate.models.sentence_explainer; docs/ATTRIBUTION.md section 7)."""
 
     method: Literal["permutation", "kernel"] = Field(
         "permutation", description="permutation: the measured default (Spearman >= 0.94 at 2 x M)"
@@ -138,7 +138,7 @@ class GateSettings(BaseModel):
         description="the document counts at which the gate looks, increasing (the last one the "
         "most a gate uses; counts beyond the corpus give way to its size, said in the decision); "
         "None: the first look every category once and at least 8 documents, each next look "
-        "twice the last, at most 5 looks (hss_gate.sequential.look_sizes)",
+        "twice the last, at most 5 looks (hss_gate.decision.sequential.look_sizes)",
     )
     alpha_spending: Literal["bonferroni", "pocock", "obrien-fleming"] = Field(
         "obrien-fleming",
@@ -284,7 +284,7 @@ class MonitorSettings(BaseModel):
     @field_serializer("samples_url", when_used="json")
     def _hide_password(self, url: str) -> str:
         """JSON dumps (summary.json of every run) show the store URL with its password masked."""
-        from hss_gate.redact import masked_url
+        from hss_gate.common.redact import masked_url
 
         return masked_url(url)
 

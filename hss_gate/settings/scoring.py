@@ -11,7 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from hss_gate.errors import InputError
+from hss_gate.common.errors import InputError
 
 STRENGTH_ORDER = ("low", "moderate", "high")
 
@@ -99,7 +99,8 @@ class GenerateSettings(BaseModel):
     )
     sentence_grammar: Literal["v1", "v2"] = Field(
         "v2",
-        description="the sentence limit's grammar (hss_gate.summarizers.base): v2, the production "
+        description="the sentence limit's grammar (hss_gate.models.summarizers.base): v2, "
+        "the production "
         "baseline's since 2026-12-05, keeps abbreviations, titles, decimals and times whole; v1 "
         "ended a sentence at every stop but a decimal point (it split 'a.m.' into 'a. m.' and "
         "let a closing bracket follow). Part of the summaries' fingerprint",
@@ -228,7 +229,7 @@ def judge_endpoint(uri: str) -> tuple[str, str]:
     fingerprints and reports, keys come from the environment)."""
     from urllib.parse import urlsplit
 
-    from hss_gate.redact import redacted_uri
+    from hss_gate.common.redact import redacted_uri
 
     shown = redacted_uri(uri)
     form = f"expected {JUDGE_PREFIX}:openai:<base url>, e.g. judge:openai:http://127.0.0.1:8080/v1"

@@ -2,7 +2,7 @@
 
 The step runs after the monitor has written its reports, so the notification can point at a
 report that exists: it builds one payload (the verdict, the numbers that decided it, the
-reports' absolute paths), hands it to each configured sender (hss_gate.alert_channels: a
+reports' absolute paths), hands it to each configured sender (hss_gate.monitoring.alerts: a
 webhook POST, a Prefect event), and records what happened in monitor.json under "alerts"
 (rewritten atomically). It never raises and never changes the verdict: a notification that
 fails is a warning line and `{"sent": false, "error": ...}`; the exit code stays the verdict's.
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hss_gate.alert_channels import AlertError, Sender, senders_for
-from hss_gate.errors import error_message
-from hss_gate.io import write_json_atomic
-from hss_gate.redact import redacted_uri
+from hss_gate.common.errors import error_message
+from hss_gate.common.io import write_json_atomic
+from hss_gate.common.redact import redacted_uri
+from hss_gate.monitoring.alerts import AlertError, Sender, senders_for
 from hss_gate.settings import HssSettings
 
 WINDOW_FIELDS = (
@@ -174,7 +174,7 @@ def notify(
 
 
 @dataclass
-class AlertReport:
+class AlertOutcomes:
     """What the alerting step did: one outcome a channel, and warnings (not sent, not
     recorded) to print or log."""
 
@@ -192,18 +192,18 @@ def alert_monitor(
     result: dict[str, Any],
     out_dir: Path,
     senders: Sequence[Sender] | None = None,
-) -> AlertReport:
+) -> AlertOutcomes:
     """After the monitor wrote its reports: notify as `alert` configures, add the outcomes to
     `result["alerts"]` and rewrite monitor.json (atomically). The verdict is never changed;
     nothing raises. `senders` replaces the configured channels (tests)."""
     try:
         settings = load_settings()
     except Exception:  # invalid settings: the verdict is already "error" and says why
-        return AlertReport([], [])
+        return AlertOutcomes([], [])
     alert = settings.alert
     chosen = senders_for(alert) if senders is None else list(senders)
     if result.get("decision") not in alert.on or not chosen:
-        return AlertReport([], [])
+        return AlertOutcomes([], [])
     payload = monitor_payload(result, out_dir, floor_blocking=settings.monitor.floor_blocking)
     outcomes = notify(result["decision"], payload, alert.on, chosen)
     warnings = [
@@ -216,4 +216,4 @@ def alert_monitor(
         write_json_atomic(Path(out_dir) / "monitor.json", result)
     except Exception as exc:
         warnings.append(f"warning: could not record the alerts in monitor.json: {exc}")
-    return AlertReport(outcomes, warnings)
+    return AlertOutcomes(outcomes, warnings)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hss_gate.baseline_metrics import document_scores, score_metrics
-from hss_gate.errors import InputError
-from hss_gate.inputs import load_normalization
-from hss_gate.io import read_json, read_score_table, write_csv_atomic, write_json_atomic
-from hss_gate.normalization import normalization_from_run
-from hss_gate.progress import Progress, no_progress
-from hss_gate.report import write_outputs
+from hss_gate.common.errors import InputError
+from hss_gate.common.inputs import load_normalization
+from hss_gate.common.io import read_json, read_score_table, write_csv_atomic, write_json_atomic
+from hss_gate.common.progress import Progress, no_progress
+from hss_gate.decision.baseline_metrics import document_scores, score_metrics
+from hss_gate.scoring.normalization import normalization_from_run
+from hss_gate.scoring.run_files import write_outputs
 from hss_gate.settings import HssSettings
 from hss_gate.workflows.score import ScoredRun, run_score
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Say, Steps, silent

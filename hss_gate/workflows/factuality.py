@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hss_gate.errors import InputError
-from hss_gate.io import write_rows_csv_atomic
-from hss_gate.progress import Progress, no_progress
+from hss_gate.common.errors import InputError
+from hss_gate.common.io import write_rows_csv_atomic
+from hss_gate.common.progress import Progress, no_progress
 from hss_gate.settings import HssSettings
 from hss_gate.workflows.steps import Say, silent
 
@@ -60,7 +60,7 @@ def consistency_scorer(
 ) -> Any:
     """The FactualityComparators for a consistency model URI, training the checker's weights first
     when they are missing or `train` is set."""
-    from hss_gate.cache import Cache
+    from hss_gate.common.cache import Cache
     from hss_gate.consistency.model import (
         DEFAULT_MODEL,
         cached_encoder,
@@ -70,7 +70,7 @@ def consistency_scorer(
     )
     from hss_gate.consistency.scorer import FactualityComparators
     from hss_gate.consistency.training import train_from_corpus
-    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.models.embedding import SbertEmbedder
 
     model = model or settings.consistency.model
     weights = Path(weights or settings.consistency.weights_dir)
@@ -186,7 +186,7 @@ def calibrate(run: FactualityRun) -> Calibration:
 
 def write_threshold(params: Path, calibration: Calibration, pairs: Path) -> None:
     """Set consistency.threshold in the params file (its other lines and comments kept)."""
-    from hss_gate.io import write_text_atomic
+    from hss_gate.common.io import write_text_atomic
     from hss_gate.settings import with_param
 
     text = params.read_text(encoding="utf-8") if params.exists() else ""
@@ -201,7 +201,7 @@ def write_threshold(params: Path, calibration: Calibration, pairs: Path) -> None
 def ensure_checker(settings: HssSettings, say: Say = silent) -> str:
     """The consistency checker's weights: trained (deterministically, from text that is not
     evaluation data) when missing; returns the checker's fingerprint."""
-    from hss_gate.toolkit import real_toolkit
+    from hss_gate.scoring.toolkit import real_toolkit
 
     if settings.consistency.model == "factcc":
         consistency_scorer(settings, "factcc", say=say)  # trains the weights when missing

@@ -9,14 +9,15 @@
    cache when its fingerprint matches the baseline's;
 3. `score_looks` (gate_looks.py): score both models look by look on the same perturbed
    documents, compare them paired over documents and run the Great Expectations suites on the
-   candidate's tables (Data Docs to OUT/data_docs/), until a look settles (hss_gate.sequential);
+   candidate's tables (Data Docs to OUT/data_docs/), until a look settles
+   (hss_gate.decision.sequential);
 4. `attribute` (gate_explanation.py; on request: gate.attribution_documents > 0): the
    attribution instability of the deciding look's first N documents, both sides
-   (hss_gate.gate_attribution), as a column of each side's documents table and, with
+   (hss_gate.decision.attribution), as a column of each side's documents table and, with
    gate.max_attribution_instability, a check;
 5. `write_runs`, `measure_drift`: each run's tables to OUT/candidate/ and OUT/production/, score
    drift to OUT/drift.html and drift.json;
-6. `decide_gate`: the decision (hss_gate.decision_rule.decide) with the looks and how
+6. `decide_gate`: the decision (hss_gate.decision.rule.decide) with the looks and how
    production was obtained, and the attribution (`add_attribution`); a person's override; what
    decision.html shows beside it (`Shown`: the documents that moved most, each paired
    document's values for its pictures);
@@ -35,14 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hss_gate import decision_report, report
-from hss_gate.decision_record import Decision, apply_override, error_decision
-from hss_gate.decision_rule import decide, facts_bounds_relative_to
-from hss_gate.errors import ReportError, error_message
-from hss_gate.gate_attribution import load_attribution_scorer
-from hss_gate.io import write_json_atomic, write_text_atomic
-from hss_gate.pipeline import ScoreResult
-from hss_gate.progress import Progress, no_progress
+from hss_gate.common.errors import ReportError, error_message
+from hss_gate.common.io import write_json_atomic, write_text_atomic
+from hss_gate.common.progress import Progress, no_progress
+from hss_gate.decision import reports
+from hss_gate.decision.attribution import load_attribution_scorer
+from hss_gate.decision.record import Decision, apply_override, error_decision
+from hss_gate.decision.rule import decide, facts_bounds_relative_to
+from hss_gate.scoring import run_files
+from hss_gate.scoring.pipeline import ScoreResult
 from hss_gate.settings import GateSettings, HssSettings
 from hss_gate.workflows.gate_explanation import (
     LikelihoodLoader,
@@ -71,13 +73,13 @@ def gate_decision(
     gate: GateSettings,
     context: Mapping[str, str],
 ) -> Decision:
-    """Promote or block (hss_gate.decision_rule.decide); `context`: who, when, which version."""
+    """Promote or block (hss_gate.decision.rule.decide); `context`: who, when, which version."""
     return decide(comparison, checks, gate, drift=drift, **context)
 
 
 def moved_most(candidate: ScoreResult, production: ScoreResult) -> list[dict[str, Any]]:
     """The documents whose HSS rose most, with both base summaries."""
-    return decision_report.moved_most(
+    return reports.moved_most(
         candidate.documents,
         production.documents,
         (candidate.summaries, production.summaries),
@@ -86,7 +88,7 @@ def moved_most(candidate: ScoreResult, production: ScoreResult) -> list[dict[str
 
 def paired_documents(candidate: ScoreResult, production: ScoreResult) -> list[dict[str, Any]]:
     """Each document's values on both sides, for decision.html's pictures."""
-    return decision_report.paired_documents(candidate.documents, production.documents)
+    return reports.paired_documents(candidate.documents, production.documents)
 
 
 @dataclass
@@ -109,9 +111,9 @@ def write_decision(
     XML when asked for."""
     write_json_atomic(out / "decision.json", decision.model_dump(mode="json"))
     if junit is not None:
-        write_text_atomic(junit, decision_report.decision_junit(decision))
-    write_text_atomic(out / "decision.md", decision_report.decision_markdown(decision))
-    page = decision_report.decision_html(decision, examples, documents)
+        write_text_atomic(junit, reports.decision_junit(decision))
+    write_text_atomic(out / "decision.md", reports.decision_markdown(decision))
+    page = reports.decision_html(decision, examples, documents)
     write_text_atomic(out / "decision.html", page)
 
 
@@ -120,7 +122,7 @@ def write_runs(run: GateRun, looks: Looks, steps: Steps) -> None:
     last = looks.last
     for role, result in (("candidate", last.candidate), ("production", last.production)):
         meta = looks.scored.metas[role] | {"documents": last.documents}
-        steps.io(report.write_outputs, run.out_dir / role, result, meta)
+        steps.io(run_files.write_outputs, run.out_dir / role, result, meta)
 
 
 def measure_drift(run: GateRun, look: Look, steps: Steps) -> dict[str, Any]:

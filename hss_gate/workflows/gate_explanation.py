@@ -1,9 +1,9 @@
 """The gate's attribution step, on request (gate.attribution_documents = N > 0): `attribute`.
 
 The deciding look's first N documents are explained on both sides with sentence-level SHAP
-(hss_gate.gate_attribution); each side's attribution instability becomes a column of its
+(hss_gate.decision.attribution); each side's attribution instability becomes a column of its
 documents table and, with gate.max_attribution_instability set, the candidate's mean is checked
-(the checks declared in hss_gate.gate_checks, run beside the look's own); `add_attribution` puts
+(the checks declared in hss_gate.decision.checks, run beside the look's own); `add_attribution` puts
 metrics.attribution and its note into the decision. The monitor's windows explain their samples
 with the same side (`attribute_side`) and the gate's perturbations (`gate_perturbations`).
 """
@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hss_gate.corpus import Document
-from hss_gate.decision_record import Decision
-from hss_gate.errors import ModelError, error_message
-from hss_gate.pipeline import ScoreResult
-from hss_gate.redact import redacted_uri
+from hss_gate.common.errors import ModelError, error_message
+from hss_gate.common.redact import redacted_uri
+from hss_gate.decision.record import Decision
+from hss_gate.scoring.pipeline import ScoreResult
 from hss_gate.settings import GateSettings, HssSettings
+from hss_gate.text.corpus import Document
 from hss_gate.workflows.gate_looks import Look
 from hss_gate.workflows.gate_preparation import GateRun, Role
 from hss_gate.workflows.shared import validate_tables
@@ -39,12 +39,13 @@ PerturbedTexts = Callable[[Role, Sequence[Document]], dict[str, list[str]]]
 
 
 def gate_perturbations(runner: ModelRunner) -> PerturbedTexts:
-    """The perturbed texts HSS scored (hss_gate.pipeline.make_perturbations, from the cache)."""
+    """The perturbed texts HSS scored (hss_gate.scoring.pipeline.make_perturbations, from the
+    cache)."""
 
     def texts(role: Role, docs: Sequence[Document]) -> dict[str, list[str]]:
-        from hss_gate.cache import Cache
-        from hss_gate.gate_attribution import in_explained_order
-        from hss_gate.pipeline import make_perturbations
+        from hss_gate.common.cache import Cache
+        from hss_gate.decision.attribution import in_explained_order
+        from hss_gate.scoring.pipeline import make_perturbations
 
         cache = Cache(role.settings.run.cache_dir)
         try:
@@ -68,12 +69,12 @@ def attribute_side(
     say: Say = silent,
     restore: Mapping[str, bytes] | None = None,
 ) -> Any:
-    """One side's attribution instability on `docs` (hss_gate.gate_attribution.Side); a model
+    """One side's attribution instability on `docs` (hss_gate.decision.attribution.Side); a model
     without a likelihood is not measured, with the reason. `restore`: stored results (the
-    baseline's, hss_gate.gate_attribution.read_baseline_results) put into the run cache first;
+    baseline's, hss_gate.decision.attribution.read_baseline_results) put into the run cache first;
     the side counts the documents whose result was one of them."""
-    from hss_gate.cache import Cache
-    from hss_gate.gate_attribution import NAMESPACE, Side, explain_documents
+    from hss_gate.common.cache import Cache
+    from hss_gate.decision.attribution import NAMESPACE, Side, explain_documents
 
     side = Side(redacted_uri(role.uri))
     started = dt.datetime.now(dt.UTC)
@@ -118,7 +119,7 @@ def base_summaries(result: ScoreResult) -> dict[str, str]:
 def add_attribution_column(result: ScoreResult, side: Any) -> None:
     """The `attribution_instability` column in a side's documents rows: the explained
     documents' values, NaN for the others (a side not measured gets no column)."""
-    from hss_gate.gate_attribution import COLUMN
+    from hss_gate.decision.attribution import COLUMN
 
     if side.not_measured is not None:
         return
@@ -130,12 +131,12 @@ def add_attribution_column(result: ScoreResult, side: Any) -> None:
 def attribution_checks(
     candidate: ScoreResult, gate: GateSettings, docs_dir: Path | None
 ) -> list[dict[str, Any]]:
-    """Run the attribution checks (declared in hss_gate.gate_checks.attribution_checks) on the
+    """Run the attribution checks (declared in hss_gate.decision.checks.attribution_checks) on the
     candidate's explained documents only: the column is there, not null and in range, and its
     mean at most gate.max_attribution_instability."""
-    from hss_gate.expectations import attribution_expectations
-    from hss_gate.gate_attribution import COLUMN
-    from hss_gate.gate_checks import DOCUMENTS
+    from hss_gate.decision.attribution import COLUMN
+    from hss_gate.decision.checks import DOCUMENTS
+    from hss_gate.decision.suites import attribution_expectations
 
     rows = [r for r in candidate.documents if np.isfinite(r.get(COLUMN, np.nan))]
     frame = pd.DataFrame({"doc_id": [r["doc_id"] for r in rows], COLUMN: [r[COLUMN] for r in rows]})
@@ -157,7 +158,11 @@ def attribute(
     (BASELINE/attribution.jsonl, `hss baseline --stage attribution`) are restored first: a
     document whose model, text, summary, perturbations and settings are the stored ones is not
     explained again. Returns decision.json's metrics.attribution."""
-    from hss_gate.gate_attribution import BASELINE_FILE, attribution_record, read_baseline_results
+    from hss_gate.decision.attribution import (
+        BASELINE_FILE,
+        attribution_record,
+        read_baseline_results,
+    )
 
     gate = run.settings.gate
     n = gate.attribution_documents
@@ -199,7 +204,7 @@ def attribute(
 def add_attribution(decision: Decision, record: Mapping[str, Any]) -> None:
     """metrics.attribution and a note beside HSS; a threshold set but not checkable (the
     candidate not measured) is said."""
-    from hss_gate.gate_attribution import attribution_text
+    from hss_gate.decision.attribution import attribution_text
 
     decision.metrics["attribution"] = dict(record)
     decision.add_note("attribution.instability", attribution_text(record))

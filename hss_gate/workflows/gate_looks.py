@@ -2,11 +2,12 @@
 
 Each look scores the next documents of a fixed stratified order on both sides, compares the
 runs paired over every document seen so far at the look's spent confidence level
-(hss_gate.sequential: the look plan, gate.looks, and its alpha spending), runs the Great
+(hss_gate.decision.sequential: the look plan, gate.looks, and its alpha spending), runs the Great
 Expectations suites on the candidate's tables (Data Docs to OUT/data_docs/) and gives the look's
-verdict (hss_gate.decision_rule.judge_look); the last look taken decides (hss_gate.workflows.gate).
+verdict (hss_gate.decision.rule.judge_look); the last look taken decides (hss_gate.workflows.gate).
 
-Facts first (hss_gate.sequential.hss_plan): unless HSS blocks, only the first documents of the
+Facts first (hss_gate.decision.sequential.hss_plan): unless HSS blocks, only the first documents of
+the
 order (gate.hss_documents) are perturbed and their perturbed versions summarized; the others get
 their original's summary alone, which the deciding signals read. HSS is then compared on those
 documents and its checks read their table (gate_checks.HSS_DOCUMENTS). Progress: each look's
@@ -24,15 +25,13 @@ from typing import Any
 
 import pandas as pd
 
-from hss_gate.corpus import Document
-from hss_gate.decision_rule import judge_look
-from hss_gate.errors import InputError
-from hss_gate.gate_checks import HSS_DOCUMENTS, HssSubset
-from hss_gate.paired_comparison import compare
-from hss_gate.pipeline import ScoreResult, merge_results
-from hss_gate.progress import PlanProgress, Progress
-from hss_gate.redact import redacted_uri
-from hss_gate.sequential import (
+from hss_gate.common.errors import InputError
+from hss_gate.common.progress import PlanProgress, Progress
+from hss_gate.common.redact import redacted_uri
+from hss_gate.decision.checks import HSS_DOCUMENTS, HssSubset
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.rule import judge_look
+from hss_gate.decision.sequential import (
     HssPlan,
     LookPlan,
     hss_plan,
@@ -41,8 +40,10 @@ from hss_gate.sequential import (
     look_record,
     stratified_order,
 )
+from hss_gate.scoring.pipeline import ScoreResult, merge_results
 from hss_gate.settings import GateSettings, HssSettings, ScoreSettings
-from hss_gate.tables import OPTIONAL_COLUMNS
+from hss_gate.signals.tables import OPTIONAL_COLUMNS
+from hss_gate.text.corpus import Document
 from hss_gate.workflows.gate_preparation import GateRun
 from hss_gate.workflows.shared import as_floats, validate_tables
 from hss_gate.workflows.steps import ModelRunner, Say, Steps
@@ -94,12 +95,12 @@ def run_gate_checks(
     hss_measured: bool = True,
     hss_documents: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The gate's checks (hss_gate.gate_checks) as Great Expectations suites on the documents
+    """The gate's checks (hss_gate.decision.checks) as Great Expectations suites on the documents
     of this look (a category is checked on its own only with enough documents); Data Docs
     into docs_dir. HSS not measured (stored summaries without perturbed ones): its checks are
     skipped, not run on NaN. `hss_documents` (facts first): the HSS checks and the per-category
     ones run on those documents alone."""
-    from hss_gate.expectations import gate_expectations
+    from hss_gate.decision.suites import gate_expectations
 
     measured = docs if hss_documents is None else [d for d in docs if d.doc_id in hss_documents]
     sizes = Counter(d.category for d in measured)
@@ -220,7 +221,8 @@ def planned_summaries(looks: Looks, versions: int) -> list[int]:
 def score_looks(
     run: GateRun, full: bool, runner: ModelRunner, steps: Steps, progress: Progress, say: Say
 ) -> Looks:
-    """Score both models look by look in a fixed stratified order (hss_gate.sequential: each
+    """Score both models look by look in a fixed stratified order (hss_gate.decision.sequential:
+    each
     look at its spent confidence level, HSS on the planned documents only) until a look
     settles; `full`: one look."""
     looks = steps.compute(plan_looks, run, full)
@@ -267,7 +269,7 @@ def score_looks(
 def check_look(run: GateRun, looks: Looks, index: int, steps: Steps) -> Look:
     """Compare both runs over the documents seen at the look's confidence level, run the
     suites on the candidate's tables and give the look's verdict
-    (hss_gate.decision_rule.judge_look)."""
+    (hss_gate.decision.rule.judge_look)."""
     settings = run.settings
     n = looks.plan.sizes[index]
     seen = looks.order[:n]

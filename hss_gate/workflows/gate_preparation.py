@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 
 from hss_gate import __version__
-from hss_gate.corpus import Document
-from hss_gate.errors import InputError
-from hss_gate.inputs import load_normalization
-from hss_gate.normalization import Normalization
-from hss_gate.redact import redacted_uri
+from hss_gate.common.errors import InputError
+from hss_gate.common.inputs import load_normalization
+from hss_gate.common.redact import redacted_uri
+from hss_gate.models.summarizers.stored import SCHEME as SUMMARIES_SCHEME
+from hss_gate.models.summarizers.stored import Pairing, StoredSummarizer, pair_documents
+from hss_gate.scoring.normalization import Normalization
 from hss_gate.settings import HssSettings, candidate_generate, read_candidate_file
-from hss_gate.summarizers.stored import SCHEME as SUMMARIES_SCHEME
-from hss_gate.summarizers.stored import Pairing, StoredSummarizer, pair_documents
+from hss_gate.text.corpus import Document
 from hss_gate.workflows.shared import check_model, load_documents, restore_summaries
 from hss_gate.workflows.steps import ModelRunner, Say, Steps
 

@@ -23,8 +23,8 @@ from typing import Literal
 
 import yaml
 
-from hss_gate.errors import HssError, InputError, ModelError
-from hss_gate.io import write_texts_atomic
+from hss_gate.common.errors import HssError, InputError, ModelError
+from hss_gate.common.io import write_texts_atomic
 from hss_gate.settings import SCHEMA_VERSION, is_project
 
 EMBEDDED_CORPUS = "data/reference"
@@ -334,11 +334,11 @@ def check_params(path: str, text: str | None) -> None:
 def check_model_uri(uri: str, folder: Path) -> None:
     """A production URI that does not parse, names no model or no file: a ModelError. Cheap:
     nothing is loaded or downloaded (the model may be installed after `hss init`)."""
-    from hss_gate import model_store
-    from hss_gate.redact import redacted_uri
+    from hss_gate.common.redact import redacted_uri
+    from hss_gate.models import model_store
+    from hss_gate.models.summarizers import SCHEMES, load_summarizer
+    from hss_gate.models.summarizers.stored import SummariesSource
     from hss_gate.settings import HssSettings
-    from hss_gate.summarizers import SCHEMES, load_summarizer
-    from hss_gate.summarizers.stored import SummariesSource
 
     scheme, sep, target = uri.partition(":")
     if redacted_uri(uri) != uri:

@@ -38,12 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from hss_gate import decision_report, report
-from hss_gate.decision_record import SCHEMA_VERSION
-from hss_gate.errors import InputError, ReportError, error_message
-from hss_gate.inputs import load_normalization, reference_checker, require_same_checker
-from hss_gate.io import read_score_table, write_json_atomic, write_text_atomic
-from hss_gate.monitor_rules import (
+from hss_gate.common.errors import InputError, ReportError, error_message
+from hss_gate.common.inputs import load_normalization, reference_checker, require_same_checker
+from hss_gate.common.io import read_score_table, write_json_atomic, write_text_atomic
+from hss_gate.common.progress import Progress, no_progress
+from hss_gate.common.redact import redacted_uri
+from hss_gate.decision import reports
+from hss_gate.decision.record import SCHEMA_VERSION
+from hss_gate.monitoring.rules import (
     monitor_verdict,
     run_record,
     sample_rows,
@@ -52,11 +54,10 @@ from hss_gate.monitor_rules import (
     served_rises,
     severity_rise,
 )
-from hss_gate.progress import Progress, no_progress
-from hss_gate.redact import redacted_uri
+from hss_gate.scoring import run_files
+from hss_gate.scoring.toolkit import Toolkit
 from hss_gate.settings import GateSettings, HssSettings, MonitorSettings, ScoreSettings
-from hss_gate.tables import OPTIONAL_COLUMNS
-from hss_gate.toolkit import Toolkit
+from hss_gate.signals.tables import OPTIONAL_COLUMNS
 from hss_gate.workflows.monitor_windows import (
     Explain,
     attribution_entry,
@@ -119,7 +120,7 @@ class LiveScores:
 
 def open_store(url: str) -> Any:
     """The production sample store (SQLite or PostgreSQL)."""
-    from hss_gate.samples import SampleStore
+    from hss_gate.monitoring.store import SampleStore
 
     return SampleStore(url)
 
@@ -267,7 +268,7 @@ def rescore(
     norm = steps.io(load_normalization, settings.score.normalization)
     docs = steps.compute(samples_to_documents, run.recent[: run.size])  # recent: newest first
     scored, meta = runner(model, docs, settings, norm, progress)
-    steps.io(report.write_outputs, run.out_dir / "scores", scored, meta)
+    steps.io(run_files.write_outputs, run.out_dir / "scores", scored, meta)
     current = steps.compute(
         live_frame, steps.compute(score_frame, scored, settings.score.variant), live
     )
@@ -295,7 +296,7 @@ def run_monitor_checks(
 ) -> list[dict[str, Any]]:
     """The served summaries' checks and, after a full run, the absolute severity and
     data-quality checks of the rescored samples."""
-    from hss_gate.expectations import monitor_expectations, served_expectations
+    from hss_gate.decision.suites import monitor_expectations, served_expectations
 
     specs = served_expectations(gate, n_documents=len(current))
     if not served_only:
@@ -514,8 +515,8 @@ def _write_or_fail_closed(
 def write_monitor_reports(out_dir: Path, result: dict[str, Any]) -> None:
     """monitor.json, monitor.md and monitor.html (each written atomically)."""
     write_json_atomic(out_dir / "monitor.json", result)
-    write_text_atomic(out_dir / "monitor.md", decision_report.monitor_markdown(result))
-    write_text_atomic(out_dir / "monitor.html", decision_report.monitor_html(result))
+    write_text_atomic(out_dir / "monitor.md", reports.monitor_markdown(result))
+    write_text_atomic(out_dir / "monitor.html", reports.monitor_html(result))
 
 
 def _mark_run_failed(store: Any, result: dict[str, Any]) -> None:

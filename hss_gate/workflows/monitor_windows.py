@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from hss_gate.errors import error_message
-from hss_gate.io import write_text_atomic
-from hss_gate.monitor_rules import CONTINUOUS_COLUMNS, live_summary_signals, samples_to_documents
+from hss_gate.common.errors import error_message
+from hss_gate.common.io import write_text_atomic
+from hss_gate.monitoring.rules import CONTINUOUS_COLUMNS, live_summary_signals, samples_to_documents
+from hss_gate.scoring.toolkit import Toolkit
 from hss_gate.settings import HssSettings, MonitorSettings
-from hss_gate.summary_checks import LengthPolicy
-from hss_gate.tables import flag_columns
-from hss_gate.toolkit import Toolkit
+from hss_gate.signals.summary_flags import LengthPolicy
+from hss_gate.signals.tables import flag_columns
 from hss_gate.workflows.steps import ModelRunner, Say, Steps, silent
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def current_samples(
     `size` samples, or (monitor.current_window since_last_run) those newer than the current
     window of the previous recorded run of this kind, at most monitor.max_current_window (the
     first such run takes the newest `size`)."""
-    from hss_gate.monitor_rules import previous_current_last
+    from hss_gate.monitoring.rules import previous_current_last
 
     if monitor.current_window == "since_last_run":
         runs = [r.model_dump(mode="json") for r in store.runs(RUNS_SCANNED)]
@@ -62,8 +62,8 @@ def served_signals(
     samples: list[Any], tools: Toolkit, settings: HssSettings
 ) -> list[dict[str, Any]]:
     """The checker's verdicts, mentions and length flags of the summaries production served."""
-    from hss_gate.cache import Cache
-    from hss_gate.pipeline import verdicts_cached
+    from hss_gate.common.cache import Cache
+    from hss_gate.scoring.pipeline import verdicts_cached
 
     cache = Cache(settings.run.cache_dir)
     try:
@@ -160,7 +160,7 @@ def window_values(
     """The window signals of the reference window: the stored ones when they were scored by
     this checker for these samples and hold every window column (an older store's may not),
     else scored now (True: to be stored)."""
-    from hss_gate.monitor_rules import WINDOW_COLUMNS, window_signal_values
+    from hss_gate.monitoring.rules import WINDOW_COLUMNS, window_signal_values
 
     ids = [s.sample_id for s in samples]
     if (
@@ -191,11 +191,11 @@ def compare_windows(
     (blocking and reported), the Evidently drift of the windows, each signal's distribution,
     reasons}; with `explain`, also their attribution instability ("attribution", its reported
     test among the tests)."""
-    from hss_gate.monitor_rules import (
-        reported_window_tests,
+    from hss_gate.monitoring.rules import (
+        compare_blocking_windows,
+        compare_reported_windows,
         window_distributions,
         window_signal_values,
-        window_tests,
     )
 
     monitor = settings.monitor
@@ -207,8 +207,8 @@ def compare_windows(
         return windows | {"status": "insufficient_data", "reasons": reasons}
     values = reference_values(store, ref, source, tools, settings, steps)
     current_values = window_signal_values(live[live["model_id"] == model_id].to_dict("records"))
-    tests = steps.compute(window_tests, values, current_values, monitor.window_alpha)
-    tests += steps.compute(reported_window_tests, values, current_values, monitor.reported_alpha)
+    tests = steps.compute(compare_blocking_windows, values, current_values, monitor.window_alpha)
+    tests += steps.compute(compare_reported_windows, values, current_values, monitor.reported_alpha)
     attribution = {} if explain is None else {"attribution": explain(ref, current)}
     if attribution and attribution["attribution"].get("test") is not None:
         tests.append(attribution["attribution"]["test"])
@@ -314,8 +314,8 @@ def attribute_windows(
     gate's explainer settings, gate.attribution; results cached per sample), and the reported
     one-sided Mann-Whitney test that it rose. A model without a likelihood is not measured,
     with the reason. `perturbed` and `scorers` are the gate's (workflows.gate)."""
-    from hss_gate.gate_attribution import windows_record
-    from hss_gate.monitor_rules import attribution_window_test
+    from hss_gate.decision.attribution import windows_record
+    from hss_gate.monitoring.rules import attribution_window_test
     from hss_gate.workflows.gate_explanation import attribute_side
     from hss_gate.workflows.gate_preparation import Role
 
@@ -369,7 +369,7 @@ def window_explainer(
     requested = settings.monitor.attribution_documents
     if requested <= 0:
         return None
-    from hss_gate.gate_attribution import load_attribution_scorer
+    from hss_gate.decision.attribution import load_attribution_scorer
     from hss_gate.workflows.gate_explanation import gate_perturbations
 
     def explain(ref: list[Any], current: list[Any]) -> dict[str, Any]:
@@ -437,7 +437,7 @@ def windows_drift(
     (WINDOW_DRIFT_COLUMNS), written to out_dir/drift_windows.html; reported, never blocking.
     When Evidently cannot test (too few rows, a failure of its own) the reasons are in
     "skipped"."""
-    from hss_gate.drift import DriftError, drift_report
+    from hss_gate.monitoring.drift import DriftError, drift_report
 
     columns = list(WINDOW_DRIFT_COLUMNS)
     ref = pd.DataFrame({c: pd.array(reference[c], dtype="Float64") for c in columns})
@@ -491,7 +491,7 @@ def windowed_verdict(
     """The windows decide (their blocking tests), with the suite checks (and the floor where
     configured, already in `decision`); too little data is "insufficient_data" unless
     something else already made the run unhealthy."""
-    from hss_gate.monitor_rules import window_reasons
+    from hss_gate.monitoring.rules import window_reasons
 
     if windows["status"] == "insufficient_data":
         if decision == "unhealthy":
@@ -504,7 +504,7 @@ def windowed_verdict(
 def window_comparison_notes(windows: dict[str, Any]) -> list[str]:
     """The reported (never blocking) findings of the windows: significant reported tests and
     Evidently drift of the windows."""
-    from hss_gate.monitor_rules import reported_test_notes
+    from hss_gate.monitoring.rules import reported_test_notes
 
     notes = reported_test_notes(windows.get("tests", []))
     drift = windows.get("drift") or {}

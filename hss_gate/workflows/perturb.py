@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hss_gate.errors import InputError
-from hss_gate.io import write_jsonl_atomic
-from hss_gate.progress import Progress, no_progress
+from hss_gate.common.errors import InputError
+from hss_gate.common.io import write_jsonl_atomic
+from hss_gate.common.progress import Progress, no_progress
+from hss_gate.models.summarizers.stored import perturbed_id
 from hss_gate.settings import HssSettings
-from hss_gate.summarizers.stored import perturbed_id
 from hss_gate.workflows.shared import load_documents
 
 
@@ -62,8 +62,8 @@ def export_perturbations(
     progress: Progress = no_progress,
 ) -> tuple[Path, int, int]:
     """Write the export; returns (path, documents, perturbed documents)."""
-    from hss_gate.cache import Cache
-    from hss_gate.pipeline import make_perturbations
+    from hss_gate.common.cache import Cache
+    from hss_gate.scoring.pipeline import make_perturbations
 
     target = Path(out)
     if target.is_dir():

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hss_gate.errors import InputError
-from hss_gate.inputs import load_normalization
-from hss_gate.pipeline import ScoreResult
-from hss_gate.progress import Progress, no_progress
-from hss_gate.report import write_outputs
+from hss_gate.common.errors import InputError
+from hss_gate.common.inputs import load_normalization
+from hss_gate.common.progress import Progress, no_progress
+from hss_gate.scoring.pipeline import ScoreResult
+from hss_gate.scoring.run_files import write_outputs
 from hss_gate.settings import HssSettings
 from hss_gate.workflows.shared import load_documents, restore_summaries
 from hss_gate.workflows.steps import DIRECT, ModelRunner, Say, Steps, silent

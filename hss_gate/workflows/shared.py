@@ -15,14 +15,14 @@ from typing import Any
 
 import pandas as pd
 
-from hss_gate.baseline_metrics import with_strength_distances
-from hss_gate.corpus import Document
-from hss_gate.errors import InputError
-from hss_gate.inputs import load_corpus
-from hss_gate.io import atomic_folder, write_text_atomic
-from hss_gate.pipeline import ScoreResult
+from hss_gate.common.errors import InputError
+from hss_gate.common.inputs import load_corpus
+from hss_gate.common.io import atomic_folder, write_text_atomic
+from hss_gate.decision.baseline_metrics import with_strength_distances
+from hss_gate.scoring.pipeline import ScoreResult
 from hss_gate.settings import HssSettings, MonitorSettings
-from hss_gate.tables import flag_columns
+from hss_gate.signals.tables import flag_columns
+from hss_gate.text.corpus import Document
 
 
 def load_documents(path: str | Path, limit: int | None = None) -> list[Document]:
@@ -35,7 +35,7 @@ def load_documents(path: str | Path, limit: int | None = None) -> list[Document]
 def check_model(uri: str, settings: HssSettings, embedder: Any) -> str:
     """Build (without loading) the summarizer a URI names, so a bad URI fails before any
     scoring; returns its fingerprint."""
-    from hss_gate.summarizers import load_summarizer
+    from hss_gate.models.summarizers import load_summarizer
 
     return load_summarizer(uri, settings, embedder).fingerprint
 
@@ -46,8 +46,8 @@ def restore_summaries(
     """Put a stored run's perturbations and summaries (e.g. the production baseline) into the
     cache when they were made with the same settings and models and the summarizer's
     fingerprint is the stored one; returns one line saying what happened."""
-    from hss_gate.cache import Cache
-    from hss_gate.stored_run import (
+    from hss_gate.common.cache import Cache
+    from hss_gate.scoring.stored_run import (
         fingerprint_difference,
         load_stored_run,
         seed_perturbations,
@@ -99,7 +99,7 @@ def score_drift(
 ) -> dict[str, Any]:
     """Evidently drift of the current score distributions against the reference; its report
     is written to out_dir/drift.html and drift.json."""
-    from hss_gate.drift import drift_report
+    from hss_gate.monitoring.drift import drift_report
 
     columns = monitor.drift_columns
     result = drift_report(
@@ -123,7 +123,7 @@ def validate_tables(
 ) -> list[dict[str, Any]]:
     """Run the Great Expectations suites; their Data Docs replace docs_dir as a whole (GX
     builds the site into the folder io.atomic_folder gives it, which then replaces docs_dir)."""
-    from hss_gate.expectations import run_suites
+    from hss_gate.decision.suites import run_suites
 
     if docs_dir is None:
         return [r.to_dict() for r in run_suites(tables, specs)]

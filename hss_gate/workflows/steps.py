@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from hss_gate.progress import Progress, no_progress
+from hss_gate.common.progress import Progress, no_progress
 
 if TYPE_CHECKING:  # the ModelRunner protocol's types only: running a step imports no engine
-    from hss_gate.corpus import Document
-    from hss_gate.normalization import Normalization
-    from hss_gate.pipeline import ScoreResult
+    from hss_gate.scoring.normalization import Normalization
+    from hss_gate.scoring.pipeline import ScoreResult
+    from hss_gate.scoring.toolkit import Toolkit
     from hss_gate.settings import HssSettings
-    from hss_gate.toolkit import Toolkit
+    from hss_gate.text.corpus import Document
 
 T = TypeVar("T")
 

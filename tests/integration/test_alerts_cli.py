@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hss_gate import alert_channels
 from hss_gate.cli import app
-from hss_gate.inputs import load_corpus
-from hss_gate.samples import Sample, SampleStore
-from hss_gate.sentences import split_sentences
+from hss_gate.common.inputs import load_corpus
+from hss_gate.monitoring import alerts as alert_channels
+from hss_gate.monitoring.store import Sample, SampleStore
+from hss_gate.text.sentences import split_sentences
 from tests.conftest import CORPUS, REPO
 from tests.reliability.test_bad_input import _fake_toolkit
 from tests.unit.test_alerts import TOKEN, Hook
@@ -63,7 +63,7 @@ def monitor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HSS_MONITOR__REFERENCE", str(reference))
     monkeypatch.setenv("HSS_MONITOR__REFERENCE_WINDOW", "100")
     monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", "20")
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", _fake_toolkit)
     monkeypatch.setattr(alert_channels, "BACKOFF_S", 0.01)
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "HSS_DEBUG"):
         monkeypatch.delenv(name, raising=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate import alert_channels
+from hss_gate.monitoring import alerts as alert_channels
 from tests.conftest import REPO
 from tests.integration.test_alerts_cli import _ingest
 from tests.integration.test_flows import prefect_harness  # noqa: F401 (the session fixture)
@@ -47,7 +47,7 @@ def test_the_monitor_flow_posts_and_emits_the_prefect_event(
 ):
     from flows import scoring
     from flows.monitor import monitor_flow
-    from hss_gate.runner import LocalRunner
+    from hss_gate.scoring.runner import LocalRunner
 
     monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(tmp_path / "cache"))
     reference = tmp_path / "production_scores.csv"
@@ -56,7 +56,7 @@ def test_the_monitor_flow_posts_and_emits_the_prefect_event(
     monkeypatch.setenv("HSS_MONITOR__REFERENCE_WINDOW", "100")
     monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", "20")
     monkeypatch.setenv("HSS_ALERT__PREFECT_EVENT", "true")
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", _fake_toolkit)
     monkeypatch.setattr(scoring, "_PROCESS_RUNNER", LocalRunner())  # no real toolkit cached
     monkeypatch.setattr(alert_channels, "BACKOFF_S", 0.01)
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):

@@ -22,11 +22,11 @@ import pytest
 from typer.testing import CliRunner
 
 from hss_gate.cli import app
+from hss_gate.common.errors import ModelError
 from hss_gate.consistency import aggregation, calibration, features
 from hss_gate.consistency import model as consistency_model
 from hss_gate.consistency import scorer as pair_scorer
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.errors import ModelError
+from hss_gate.models.embedding import HashingEmbedder
 from hss_gate.research import factuality_data
 from tests.conftest import CORPUS, REPO
 
@@ -254,12 +254,14 @@ def test_cli_malformed_line_exits_2_naming_the_line(runner: CliRunner, tmp_path:
 def test_cli_on_fakes_writes_every_column(
     runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nli_dir: Path
 ) -> None:
-    import hss_gate.embedding
-    import hss_gate.language
+    import hss_gate.models.embedding
+    import hss_gate.models.language
 
-    monkeypatch.setattr(hss_gate.embedding, "SbertEmbedder", lambda *a, **k: HashingEmbedder(256))
     monkeypatch.setattr(
-        hss_gate.language, "SpacyTagger", lambda *a, **k: SimpleNamespace(nlp=_FakeNlp())
+        hss_gate.models.embedding, "SbertEmbedder", lambda *a, **k: HashingEmbedder(256)
+    )
+    monkeypatch.setattr(
+        hss_gate.models.language, "SpacyTagger", lambda *a, **k: SimpleNamespace(nlp=_FakeNlp())
     )
     document, summaries = _pairs_from_corpus()
     pairs = _write_pairs(
@@ -390,8 +392,8 @@ def test_the_invented_checker_is_selectable_and_sees_an_invented_detail() -> Non
 
 def _labelled_pairs(n: int) -> list[dict[str, Any]]:
     """n copied source sentences (consistent) and n with an invented clause (not)."""
-    from hss_gate.inputs import load_corpus
-    from hss_gate.sentences import split_sentences
+    from hss_gate.common.inputs import load_corpus
+    from hss_gate.text.sentences import split_sentences
 
     docs = load_corpus(CORPUS)
     pairs = []

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hss_gate.common.errors import ModelError
 from hss_gate.consistency import entail_release
 from hss_gate.consistency.checker import load_checker
 from hss_gate.consistency.entail_checker import (
@@ -17,8 +18,7 @@ from hss_gate.consistency.entail_checker import (
     LazyEntailmentModel,
     load_entailment_scorer,
 )
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.errors import ModelError
+from hss_gate.models.embedding import HashingEmbedder
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -73,7 +73,7 @@ def trained(base_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
 
 
 def _sha(path: Path) -> str:
-    from hss_gate.model_store import sha256_file
+    from hss_gate.models.model_store import sha256_file
 
     return sha256_file(path)
 
@@ -100,7 +100,7 @@ def test_building_the_encoder_shows_no_report_of_its_unused_pooler_but_a_genuine
     (a masked-LM head) still gets its report, without ANSI codes off a terminal."""
     import logging
 
-    from hss_gate import library_logs
+    from hss_gate.common import library_logs
 
     class Kept(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:

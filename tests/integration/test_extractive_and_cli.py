@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from hss_gate.cache import Cache
 from hss_gate.cli import app
-from hss_gate.inputs import load_corpus
-from hss_gate.pipeline import score_documents
-from hss_gate.summarizers.extractive import LeadSummarizer
+from hss_gate.common.cache import Cache
+from hss_gate.common.inputs import load_corpus
+from hss_gate.models.summarizers.extractive import LeadSummarizer
+from hss_gate.scoring.pipeline import score_documents
 from tests.conftest import CORPUS, REPO
 
 pytestmark = pytest.mark.integration

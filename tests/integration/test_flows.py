@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from hss_gate.inputs import load_corpus
+from hss_gate.common.inputs import load_corpus
 from tests.conftest import CORPUS, REPO
 
 pytestmark = pytest.mark.integration
@@ -229,8 +229,8 @@ def test_gate_command_line_fails_closed_without_baseline(workspace, tmp_path):
 
 
 def _ingest(url: str, docs) -> None:
-    from hss_gate.samples import Sample, SampleStore
-    from hss_gate.sentences import split_sentences
+    from hss_gate.monitoring.store import Sample, SampleStore
+    from hss_gate.text.sentences import split_sentences
 
     now = datetime.now(UTC)
     with SampleStore(url) as store:
@@ -249,7 +249,7 @@ def _ingest(url: str, docs) -> None:
 
 def test_monitor_flow_scores_samples_and_records_the_run(workspace, tmp_path):
     from flows.monitor import monitor_flow
-    from hss_gate.samples import SampleStore
+    from hss_gate.monitoring.store import SampleStore
 
     url = f"sqlite:///{tmp_path / 'samples.sqlite'}"
     _ingest(url, workspace["docs"])
@@ -285,7 +285,7 @@ def test_monitor_flow_scores_samples_and_records_the_run(workspace, tmp_path):
 
 def test_monitor_flow_with_an_empty_store_is_an_error_and_is_recorded(workspace, tmp_path):
     from flows.monitor import monitor_flow
-    from hss_gate.samples import SampleStore
+    from hss_gate.monitoring.store import SampleStore
 
     url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
     result = monitor_flow(
@@ -306,12 +306,12 @@ def test_monitor_flow_whose_report_fails_marks_the_stored_run_failed(
     workspace, tmp_path, monkeypatch
 ):
     from flows.monitor import monitor_flow
-    from hss_gate.samples import SampleStore
+    from hss_gate.monitoring.store import SampleStore
 
     def broken_html(result):
         raise TypeError("injected: html")
 
-    monkeypatch.setattr("hss_gate.decision_report.monitor_html", broken_html)
+    monkeypatch.setattr("hss_gate.decision.reports.monitor_html", broken_html)
     url = f"sqlite:///{tmp_path / 'empty.sqlite'}"
     result = monitor_flow(
         samples=url,
@@ -359,7 +359,7 @@ def test_gate_command_line_has_the_cli_options(monkeypatch, capsys, tmp_path):
     """`python -m flows.gate` takes what `hss gate` takes and hands it to the flow, which
     builds the same GateRequest (by field name)."""
     import flows.gate
-    from hss_gate.decision_record import Decision
+    from hss_gate.decision.record import Decision
     from hss_gate.workflows import gate as gate_workflow
 
     calls: dict = {}

@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from hss_gate.cli import app
-from hss_gate.inputs import load_corpus
-from hss_gate.monitor_rules import EXIT_CODES
-from hss_gate.samples import SampleStore
-from hss_gate.sentences import split_sentences
+from hss_gate.common.inputs import load_corpus
+from hss_gate.monitoring.rules import EXIT_CODES
+from hss_gate.monitoring.store import SampleStore
+from hss_gate.text.sentences import split_sentences
 from tests.conftest import CORPUS, REPO
 
 pytestmark = pytest.mark.integration

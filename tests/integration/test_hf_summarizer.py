@@ -16,10 +16,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from hss_gate.errors import ModelError  # noqa: E402
+from hss_gate.common.errors import ModelError  # noqa: E402
+from hss_gate.models.summarizers import load_summarizer  # noqa: E402
+from hss_gate.models.summarizers.base import chat_messages  # noqa: E402
 from hss_gate.settings import GenerateSettings, HssSettings  # noqa: E402
-from hss_gate.summarizers import load_summarizer  # noqa: E402
-from hss_gate.summarizers.base import chat_messages  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate import model_store
-from hss_gate.cache import Cache
+from hss_gate.common.cache import Cache
 from hss_gate.consistency.checker import load_checker
-from hss_gate.embedding import HashingEmbedder
+from hss_gate.models import model_store
+from hss_gate.models.embedding import HashingEmbedder
 from tests.conftest import REPO, component_unavailable
 from tests.integration.test_openai_server import START_TIMEOUT_S, _env, _wait_healthy, first_line
 

@@ -41,8 +41,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hss_gate.cli import app
-from hss_gate.jsonl import read_jsonl
-from hss_gate.samples import SampleStore
+from hss_gate.common.jsonl import read_jsonl
+from hss_gate.monitoring.store import SampleStore
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
@@ -111,7 +111,7 @@ def invented_toolkit(real_toolkit, real_settings):
     of bart's summaries flagged, 91% of s2s's). The default `entail` flags 8% and 26%: at 20
     samples a window and alpha 0.001 it would need 8 of 20 flagged, so the switch would mostly
     go unseen (docs/MONITORING.md)."""
-    from hss_gate.toolkit import real_toolkit as build
+    from hss_gate.scoring.toolkit import real_toolkit as build
 
     consistency = real_settings.consistency.model_copy(update={"model": "invented-sbert"})
     return build(real_settings.model_copy(update={"consistency": consistency}))
@@ -132,7 +132,7 @@ def hss(tmp_path, monkeypatch, store_url, frank, cache_dir, invented_toolkit):
     monkeypatch.setenv("HSS_MONITOR__REFERENCE", str(floor))
     monkeypatch.setenv("HSS_MONITOR__REFERENCE_WINDOW", str(REFERENCE))
     monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", str(PER_HOUR))
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", lambda settings: invented_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", lambda settings: invented_toolkit)
     runner, out = CliRunner(), tmp_path / "monitor"
 
     def ingest(first: int, rows: list[dict]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hss_gate.decision_report import monitor_html
+from hss_gate.decision.reports import monitor_html
 from tests.reliability.test_security import (
     PAYLOAD,
     assert_pictures_render,

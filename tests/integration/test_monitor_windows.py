@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from hss_gate.cli import app
-from hss_gate.inputs import load_corpus
-from hss_gate.monitor_rules import CONTINUOUS_COLUMNS
-from hss_gate.samples import Sample, SampleStore
-from hss_gate.sentences import split_sentences
+from hss_gate.common.inputs import load_corpus
+from hss_gate.monitoring.rules import CONTINUOUS_COLUMNS
+from hss_gate.monitoring.store import Sample, SampleStore
+from hss_gate.text.sentences import split_sentences
 from tests.conftest import CORPUS, REPO
 from tests.reliability.test_bad_input import _fake_toolkit
 
@@ -58,7 +58,7 @@ def hss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_url: str):
     monkeypatch.setenv("HSS_MONITOR__SAMPLE_SIZE", str(PER_HOUR))
     monkeypatch.setenv("HSS_PERTURB__GAMMA", "0")  # full runs: the hashing embedder
     monkeypatch.setenv("HSS_SCORE__BOOTSTRAP_RESAMPLES", "100")
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", _fake_toolkit)
     url = store_url
     runner = CliRunner()
     out = tmp_path / "monitor"

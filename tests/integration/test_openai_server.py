@@ -23,11 +23,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from hss_gate import model_store
 from hss_gate.cli import app
-from hss_gate.inputs import load_corpus
+from hss_gate.common.inputs import load_corpus
+from hss_gate.models import model_store
+from hss_gate.scoring.stored_run import load_stored_run
 from hss_gate.settings import GenerateSettings, load_settings
-from hss_gate.stored_run import load_stored_run
 from tests.conftest import REPO, component_unavailable
 
 pytestmark = pytest.mark.slow
@@ -152,7 +152,7 @@ def test_one_slot_serves_the_summaries_of_the_gguf_backend(gate_run) -> None:
     """At one slot, greedy, with the same engine build, threads, context and no prompt cache,
     the server's summaries are byte for byte the in-process gguf: backend's. Checked on both
     originals and one perturbed text (each in-process summary costs a prefill)."""
-    from hss_gate.summarizers.gguf import GgufSummarizer
+    from hss_gate.models.summarizers.gguf import GgufSummarizer
 
     _, out = gate_run
     run = load_stored_run(out / "candidate")

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from hss_gate.errors import ModelError
+from hss_gate.common.errors import ModelError
+from hss_gate.models.summarizers import load_summarizer
+from hss_gate.models.summarizers import openai as openai_module
+from hss_gate.models.summarizers.base import chat_messages
 from hss_gate.settings import GenerateSettings, HssSettings
-from hss_gate.summarizers import load_summarizer
-from hss_gate.summarizers import openai as openai_module
-from hss_gate.summarizers.base import chat_messages
 
 pytestmark = pytest.mark.integration
 

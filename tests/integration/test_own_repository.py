@@ -189,7 +189,7 @@ class Installed:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    from hss_gate import model_store
+    from hss_gate.models import model_store
 
     missing = [
         n
@@ -234,7 +234,8 @@ def test_a_user_repository_gets_its_own_baseline_and_gate(
         [
             str(installed.venv / "bin" / "python"),
             "-c",
-            "import hss_gate, hss_gate.packaged as p; print(hss_gate.__file__, p.packaged_root())",
+            "import hss_gate, hss_gate.common.packaged as p; "
+            "print(hss_gate.__file__, p.packaged_root())",
         ],
         cwd=tmp_path_factory.getbasetemp(),
     ).stdout.split()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hss_gate.cache import Cache
-from hss_gate.inputs import load_corpus
-from hss_gate.perturb import CONTENT_POS, apply_edits
-from hss_gate.pipeline import make_perturbations
+from hss_gate.common.cache import Cache
+from hss_gate.common.inputs import load_corpus
+from hss_gate.scoring.pipeline import make_perturbations
+from hss_gate.text.perturb import CONTENT_POS, apply_edits
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.integration

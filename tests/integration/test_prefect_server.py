@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hss_gate.inputs import load_corpus
+from hss_gate.common.inputs import load_corpus
 from tests.conftest import CORPUS, REPO, component_unavailable, free_port
 
 pytestmark = pytest.mark.integration
@@ -208,8 +208,8 @@ def test_deployments_and_their_schedules_are_registered_as_prefect_yaml_says(ser
 def test_hourly_monitor_deployment_runs_on_the_worker_and_gives_its_verdict(server, tmp_path):
     from datetime import UTC, datetime, timedelta
 
-    from hss_gate.samples import Sample, SampleStore
-    from hss_gate.sentences import split_sentences
+    from hss_gate.monitoring.store import Sample, SampleStore
+    from hss_gate.text.sentences import split_sentences
 
     url = f"sqlite:///{tmp_path / 'samples.sqlite'}"
     start = datetime.now(UTC) - timedelta(hours=1)
@@ -251,7 +251,7 @@ def test_hourly_monitor_deployment_runs_on_the_worker_and_gives_its_verdict(serv
 
 
 def test_gate_deployment_runs_on_the_worker_and_promotes_an_identical_candidate(server, tmp_path):
-    from hss_gate.sentences import split_sentences
+    from hss_gate.text.sentences import split_sentences
 
     docs = _documents()
     corpus = tmp_path / "corpus.jsonl"

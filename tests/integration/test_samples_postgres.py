@@ -12,8 +12,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from hss_gate.errors import StoreError
-from hss_gate.samples import SampleStore
+from hss_gate.common.errors import StoreError
+from hss_gate.monitoring.store import SampleStore
 from tests.unit.test_samples import StoreBehaviours, sample
 
 POSTGRES_URL = os.environ.get("HSS_TEST_POSTGRES_URL", "")
@@ -63,7 +63,7 @@ class TestPostgresStore(StoreBehaviours):
     def test_an_older_store_upgrades_in_place(self, store_url):
         """A store as the code before reference windows made it (no reference_windows table),
         and one whose reference_windows lacks later columns: both upgrade, rows kept."""
-        from hss_gate.samples import MONITOR_RUNS, SAMPLES
+        from hss_gate.monitoring.store import MONITOR_RUNS, SAMPLES
 
         engine = sa.create_engine(store_url)
         try:

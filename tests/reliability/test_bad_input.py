@@ -32,20 +32,20 @@ import pytest
 from typer.testing import CliRunner
 
 from hss_gate import cli as cli_module
-from hss_gate import model_store
-from hss_gate.cache import Cache
 from hss_gate.cli import app
-from hss_gate.corpus import Document
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.errors import ModelError
-from hss_gate.inputs import load_corpus, load_normalization
-from hss_gate.model_store import EmbeddedModel, WeightFile, Wheel
-from hss_gate.pipeline import score_documents
-from hss_gate.samples import SampleStore
+from hss_gate.common.cache import Cache
+from hss_gate.common.errors import ModelError
+from hss_gate.common.inputs import load_corpus, load_normalization
+from hss_gate.models import model_store
+from hss_gate.models.embedding import HashingEmbedder
+from hss_gate.models.model_store import EmbeddedModel, WeightFile, Wheel
+from hss_gate.models.summarizers import openai as openai_module
+from hss_gate.models.summarizers.base import FakeSummarizer
+from hss_gate.monitoring.store import SampleStore
+from hss_gate.scoring.pipeline import score_documents
+from hss_gate.scoring.toolkit import Toolkit
 from hss_gate.settings import GenerateSettings
-from hss_gate.summarizers import openai as openai_module
-from hss_gate.summarizers.base import FakeSummarizer
-from hss_gate.toolkit import Toolkit
+from hss_gate.text.corpus import Document
 from tests.conftest import REPO, FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 
@@ -89,7 +89,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", _fake_toolkit)
     for console in (cli_module.console, cli_module.out_console):  # no wrapping: whole lines
         monkeypatch.setattr(console, "_width", 1000)
     return CliRunner()
@@ -335,13 +335,13 @@ OTHER_LANGUAGES = {
 
 @pytest.mark.parametrize("language", list(OTHER_LANGUAGES))
 def test_other_languages_are_detected(language):
-    from hss_gate.english import looks_non_english
+    from hss_gate.text.english import looks_non_english
 
     assert looks_non_english(OTHER_LANGUAGES[language])
 
 
 def test_english_documents_are_not_flagged():
-    from hss_gate.english import looks_non_english
+    from hss_gate.text.english import looks_non_english
 
     assert not looks_non_english(ENGLISH_NEWS)
     assert not looks_non_english("Revenue rose 5%.")  # too short to judge by words
@@ -356,7 +356,7 @@ def test_english_documents_are_not_flagged():
 
 @pytest.mark.skipif(not QAGS.is_file(), reason="../shared/data/external is not present")
 def test_english_news_from_qags_is_not_flagged():
-    from hss_gate.english import looks_non_english
+    from hss_gate.text.english import looks_non_english
 
     articles = [json.loads(line)["article"] for line in QAGS.read_text().splitlines()[:200]]
     assert sum(looks_non_english(a) for a in articles) == 0

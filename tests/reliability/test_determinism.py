@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate import model_store
+from hss_gate.models import model_store
 from hss_gate.settings import GenerateSettings
 from tests.conftest import CORPUS, REPO
 from tests.reliability.test_faults import OUTPUTS, mini_corpus

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hss_gate.cache import Cache
 from hss_gate.cli import app
-from hss_gate.errors import ModelError
+from hss_gate.common.cache import Cache
+from hss_gate.common.errors import ModelError
 from hss_gate.settings import GenerateSettings
 from tests.conftest import CORPUS, REPO
 
@@ -334,7 +334,7 @@ def runner(monkeypatch, gate_cache, real_toolkit) -> CliRunner:
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(gate_cache))
     monkeypatch.delenv("HSS_DEBUG", raising=False)
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", lambda settings: real_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", lambda settings: real_toolkit)
     return CliRunner()
 
 
@@ -349,9 +349,9 @@ def _fail_call(number: int, exc: BaseException) -> Callable[[pytest.MonkeyPatch]
     """Scoring fails on its `number`-th call (1: the candidate, 2: production)."""
 
     def inject(monkeypatch: pytest.MonkeyPatch) -> None:
-        import hss_gate.runner
+        import hss_gate.scoring.runner
 
-        original, calls = hss_gate.runner.score_model, []
+        original, calls = hss_gate.scoring.runner.score_model, []
 
         def score_model(*args: Any, **kwargs: Any) -> Any:
             calls.append(1)
@@ -359,7 +359,7 @@ def _fail_call(number: int, exc: BaseException) -> Callable[[pytest.MonkeyPatch]
                 raise exc
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(hss_gate.runner, "score_model", score_model)
+        monkeypatch.setattr(hss_gate.scoring.runner, "score_model", score_model)
 
     return inject
 
@@ -384,15 +384,15 @@ GATE_FAULTS = {
     ),
     "decide": (_patch("hss_gate.workflows.gate.gate_decision", KeyError("injected")), "KeyError"),
     "write score tables": (
-        _patch("hss_gate.report.write_outputs", OSError(28, "No space left on device")),
+        _patch("hss_gate.scoring.run_files.write_outputs", OSError(28, "No space left on device")),
         "No space left",
     ),
     "render decision.md": (
-        _patch("hss_gate.decision_report.decision_markdown", ValueError("injected: md")),
+        _patch("hss_gate.decision.reports.decision_markdown", ValueError("injected: md")),
         "injected: md",
     ),
     "render decision.html": (
-        _patch("hss_gate.decision_report.decision_html", TypeError("injected: html")),
+        _patch("hss_gate.decision.reports.decision_html", TypeError("injected: html")),
         "injected: html",
     ),
 }
@@ -496,12 +496,12 @@ MONITOR_FAULTS = {
         True,
     ),
     "record the run": (
-        _patch("hss_gate.samples.SampleStore.record_run", RuntimeError("injected: store")),
+        _patch("hss_gate.monitoring.store.SampleStore.record_run", RuntimeError("injected: store")),
         "store",
         False,
     ),
     "render monitor.html": (
-        _patch("hss_gate.decision_report.monitor_html", TypeError("injected: html")),
+        _patch("hss_gate.decision.reports.monitor_html", TypeError("injected: html")),
         "html",
         True,  # recorded with its verdict, then marked failed
     ),

@@ -39,9 +39,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from hss_gate import model_store
-from hss_gate.errors import ModelError, StoreError
-from hss_gate.model_store import EmbeddedModel, WeightFile, Wheel
+from hss_gate.common.errors import ModelError, StoreError
+from hss_gate.models import model_store
+from hss_gate.models.model_store import EmbeddedModel, WeightFile, Wheel
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit
@@ -199,8 +199,8 @@ def _fake_transformers(monkeypatch, calls: list) -> None:
 
 def test_hf_loaders_pass_remote_code_off_and_safetensors_only(monkeypatch, tmp_path):
     from hss_gate.consistency.model import HfNliModel
+    from hss_gate.models.summarizers.hf import HfSummarizer
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.hf import HfSummarizer
 
     (tmp_path / "model.safetensors").write_bytes(b"not read: the loader is a fake")
     (tmp_path / "config.json").write_text("{}")
@@ -222,7 +222,7 @@ def test_hf_loaders_pass_remote_code_off_and_safetensors_only(monkeypatch, tmp_p
 
 
 def test_sentence_encoder_is_loaded_without_remote_code_from_safetensors(monkeypatch, tmp_path):
-    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.models.embedding import SbertEmbedder
 
     seen: list[dict[str, Any]] = []
     fake = types.ModuleType("sentence_transformers")
@@ -323,8 +323,8 @@ def test_canary_pickle_works(tmp_path):
 
 def test_hf_summarizer_and_nli_refuse_a_pickle_checkpoint(tmp_path):
     from hss_gate.consistency.model import HfNliModel
+    from hss_gate.models.summarizers.hf import HfSummarizer
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.hf import HfSummarizer
 
     checkpoint = tmp_path / "checkpoint"
     checkpoint.mkdir()
@@ -339,7 +339,7 @@ def test_hf_summarizer_and_nli_refuse_a_pickle_checkpoint(tmp_path):
 
 
 def test_sentence_encoder_refuses_a_pickle_checkpoint(monkeypatch, tmp_path):
-    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.models.embedding import SbertEmbedder
 
     fake = types.ModuleType("sentence_transformers")
     fake.SentenceTransformer = lambda *a, **k: pytest.fail("the loader ran on a pickle checkpoint")
@@ -352,7 +352,7 @@ def test_sentence_encoder_refuses_a_pickle_checkpoint(monkeypatch, tmp_path):
 
 
 def test_word_vectors_refuse_gensims_pickled_format(tmp_path):
-    from hss_gate.word_vectors import WordVectors
+    from hss_gate.text.word_vectors import WordVectors
 
     marker = tmp_path / "unpickled"
     _canary_pickle(tmp_path / "vectors.kv", marker)
@@ -478,12 +478,12 @@ def test_every_loader_refuses_a_tampered_embedded_model(tampered, monkeypatch, t
     read the file is never reached."""
     import numpy as np
 
-    from hss_gate.embedding import SbertEmbedder
-    from hss_gate.language import SpacyTagger
-    from hss_gate.lexicon import WordNet
+    from hss_gate.models.embedding import SbertEmbedder
+    from hss_gate.models.language import SpacyTagger
+    from hss_gate.models.summarizers.gguf import GgufSummarizer
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.gguf import GgufSummarizer
-    from hss_gate.word_vectors import WordVectors
+    from hss_gate.text.lexicon import WordNet
+    from hss_gate.text.word_vectors import WordVectors
 
     touched: list[str] = []
     for module in ("xllamacpp", "sentence_transformers", "spacy"):
@@ -622,8 +622,8 @@ def echo_server() -> Iterator[tuple[str, list[str]]]:
 def test_openai_key_comes_from_the_environment_and_stays_out_of_errors(
     echo_server, monkeypatch, capsys, caplog
 ):
+    from hss_gate.models.summarizers.openai import OpenAISummarizer
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.openai import OpenAISummarizer
 
     url, seen = echo_server
     monkeypatch.setenv("HSS_OPENAI_API_KEY", SECRET)
@@ -643,9 +643,9 @@ def test_gate_with_an_openai_candidate_keeps_the_key_out_of_every_output(
     """`hss gate` fails closed on the rejected key: stdout, decision.json/.md/.html hold no key."""
     from typer.testing import CliRunner
 
-    import hss_gate.runner
+    import hss_gate.scoring.runner
     from hss_gate.cli import app
-    from hss_gate.summarizers import load_summarizer
+    from hss_gate.models.summarizers import load_summarizer
 
     url, seen = echo_server
     monkeypatch.setenv("HSS_OPENAI_API_KEY", SECRET)
@@ -656,7 +656,7 @@ def test_gate_with_an_openai_candidate_keeps_the_key_out_of_every_output(
         load_summarizer(uri, settings).summarize([docs[0].text])
         raise AssertionError("the server rejects every key")
 
-    monkeypatch.setattr(hss_gate.runner, "score_model", summarize_only)
+    monkeypatch.setattr(hss_gate.scoring.runner, "score_model", summarize_only)
     out = tmp_path / "gate"
     result = CliRunner().invoke(
         app,
@@ -692,8 +692,8 @@ def test_a_model_uri_with_a_credential_is_refused_without_echoing_it(uri, monkey
     from typer.testing import CliRunner
 
     from hss_gate.cli import app
+    from hss_gate.models.summarizers import load_summarizer, redacted_uri
     from hss_gate.settings import HssSettings
-    from hss_gate.summarizers import load_summarizer, redacted_uri
 
     assert SECRET not in redacted_uri(uri) and "***" in redacted_uri(uri)
     with pytest.raises(ModelError, match="carries a credential") as error:
@@ -723,7 +723,7 @@ def test_a_model_uri_with_a_credential_is_refused_without_echoing_it(uri, monkey
     ],
 )
 def test_a_model_uri_without_a_credential_is_kept_as_given(uri):
-    from hss_gate.redact import redacted_uri
+    from hss_gate.common.redact import redacted_uri
 
     assert redacted_uri(uri) == uri
 
@@ -774,7 +774,7 @@ def test_store_errors_mask_the_password():
         f"nosuchdb://hss:{SECRET}@host/db",
     ):
         with pytest.raises(StoreError) as error:
-            from hss_gate.samples import SampleStore
+            from hss_gate.monitoring.store import SampleStore
 
             SampleStore(url, connect_timeout=2)
         assert SECRET not in str(error.value) and "***" in str(error.value), str(error.value)
@@ -782,8 +782,8 @@ def test_store_errors_mask_the_password():
 
 def test_run_metadata_masks_the_store_password(monkeypatch, tmp_path):
     """summary.json of every scoring run records the settings: the store password is masked."""
-    from hss_gate.report import write_outputs
-    from hss_gate.runner import score_model
+    from hss_gate.scoring.run_files import write_outputs
+    from hss_gate.scoring.runner import score_model
     from hss_gate.settings import HssSettings, PerturbSettings
     from tests.unit.test_pipeline_fakes import DOCS, _toolkit
 
@@ -854,7 +854,7 @@ def store_url(request, tmp_path) -> Iterator[str]:
 def test_sql_injection_text_is_stored_verbatim_and_the_tables_survive(store_url):
     import sqlalchemy as sa
 
-    from hss_gate.samples import MonitorRun, Sample, SampleStore
+    from hss_gate.monitoring.store import MonitorRun, Sample, SampleStore
 
     hostile = [INJECTION, "a' OR '1'='1", 'b"; DELETE FROM samples; --', "c\\'; --", "d%s%(x)s"]
     samples = [
@@ -896,7 +896,7 @@ def test_sql_injection_text_is_stored_verbatim_and_the_tables_survive(store_url)
 
 
 def test_cache_keys_are_bound_parameters(tmp_path):
-    from hss_gate.cache import Cache
+    from hss_gate.common.cache import Cache
 
     cache = Cache(tmp_path)
     keys = {INJECTION: b"1", "k') OR 1=1; DROP TABLE entries; --": b"2", "?": b"3"}
@@ -909,7 +909,7 @@ def test_cache_keys_are_bound_parameters(tmp_path):
 SQL_TEXT = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA)\b")
 SQL_CALLS = {"execute", "executemany", "executescript", "exec_driver_sql", "text"}
 # f-strings whose every interpolated value is a placeholder list ("?,?,?"): (file, variable)
-PLACEHOLDER_ONLY = {("hss_gate/cache.py", "marks")}
+PLACEHOLDER_ONLY = {("hss_gate/common/cache.py", "marks")}
 
 
 def sql_building_violations(tree: ast.AST, where: str) -> list[str]:
@@ -962,7 +962,7 @@ def test_no_sql_is_built_from_strings():
         problems += sql_building_violations(_parse(path), str(path.relative_to(REPO)))
     assert problems == []
     # the one allowed f-string interpolates only "?" placeholders
-    cache = (REPO / "hss_gate" / "cache.py").read_text(encoding="utf-8")
+    cache = (REPO / "hss_gate" / "common" / "cache.py").read_text(encoding="utf-8")
     assert re.findall(r"^\s*marks = (.*)$", cache, re.MULTILINE) == ['",".join("?" * len(chunk))']
 
 
@@ -977,7 +977,7 @@ def test_the_sql_scan_can_fail():
     for source in bad:
         assert sql_building_violations(ast.parse(source), "x.py"), source
     good = "db.execute(f'SELECT key FROM entries WHERE key IN ({marks})', [a])"
-    assert sql_building_violations(ast.parse(good), "hss_gate/cache.py") == []
+    assert sql_building_violations(ast.parse(good), "hss_gate/common/cache.py") == []
 
 
 # =============================================================================================
@@ -1148,7 +1148,7 @@ def test_the_browser_check_detects_an_unescaped_page(tmp_path):
 
 
 def _hostile_decision():
-    from hss_gate.decision_record import Decision
+    from hss_gate.decision.record import Decision
 
     check = {
         "success": False,
@@ -1233,7 +1233,7 @@ def test_the_picture_check_detects_a_broken_or_empty_picture(tmp_path):
 def test_gate_decision_html_pictures_render(tmp_path):
     """decision.html as the gate writes it, hostile text in a category: each picture renders
     (a box, shapes, every text shown), nothing is fetched, no console message, nothing ran."""
-    from hss_gate.decision_record import Decision
+    from hss_gate.decision.record import Decision
     from hss_gate.workflows.gate import write_decision
 
     golden = REPO / "tests" / "golden" / "gate" / "decision.json"
@@ -1261,7 +1261,7 @@ def test_gate_decision_html_pictures_render(tmp_path):
 
 @pytest.mark.integration
 def test_monitor_html_escapes_every_text(tmp_path):
-    from hss_gate.decision_report import monitor_html
+    from hss_gate.decision.reports import monitor_html
 
     result = {
         "decision": "unhealthy",
@@ -1352,7 +1352,7 @@ def test_experiment_report_html_escapes_every_text_and_the_localization(tmp_path
 @pytest.mark.integration
 def test_drift_report_title_is_escaped(tmp_path):
     """Evidently's drift.html gets our <title> (candidate and production URIs) inserted."""
-    from hss_gate.drift import _with_title
+    from hss_gate.monitoring.drift import _with_title
 
     page = tmp_path / "drift.html"
     page.write_text(
@@ -1386,7 +1386,7 @@ def _payload_effects(dom: str) -> list[str]:
 @pytest.mark.integration
 def test_great_expectations_data_docs_escape_ids_and_categories(tmp_path):
     """Data Docs list unexpected values: hostile document ids and categories stay text."""
-    from hss_gate.expectations import run_suites
+    from hss_gate.decision.suites import run_suites
     from tests.unit.test_expectations import CATS, clean_tables, specs_for
 
     tables = clean_tables()
@@ -1414,7 +1414,7 @@ def test_evidently_drift_report_escapes_the_title_and_skips_hostile_column_names
     column name that is not plain is skipped, and params.yaml refuses it."""
     import numpy as np
 
-    from hss_gate.drift import drift_report
+    from hss_gate.monitoring.drift import drift_report
     from hss_gate.settings import MonitorSettings
 
     rng = np.random.default_rng(0)

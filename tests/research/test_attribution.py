@@ -20,9 +20,10 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("shap")
 pytest.importorskip("lime")
 
-from hss_gate.embedding import HashingEmbedder  # noqa: E402
-from hss_gate.errors import ModelError  # noqa: E402
-from hss_gate.likelihood import HfLikelihood, reuse_plan  # noqa: E402
+from hss_gate.common.errors import ModelError  # noqa: E402
+from hss_gate.models.embedding import HashingEmbedder  # noqa: E402
+from hss_gate.models.likelihood import HfLikelihood, reuse_plan  # noqa: E402
+from hss_gate.models.summarizers import load_summarizer  # noqa: E402
 from hss_gate.research.attribution import (  # noqa: E402
     AttributionSettings,
     attention_attribution,
@@ -40,7 +41,6 @@ from hss_gate.research.likelihood import (  # noqa: E402
     scorer_for,
 )
 from hss_gate.settings import GenerateSettings, HssSettings  # noqa: E402
-from hss_gate.summarizers import load_summarizer  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -397,7 +397,7 @@ def test_parallel_workers_compute_what_one_by_one_scoring_computes(causal_dir: P
 
 
 def test_cached_scorer_stores_every_evaluation_and_resumes(tmp_path: Path) -> None:
-    from hss_gate.cache import Cache
+    from hss_gate.common.cache import Cache
     from hss_gate.research.likelihood import CachedLikelihood
 
     docs = ["a b c", "a b", "b c"]
@@ -481,7 +481,7 @@ def test_attribution_instability_across_a_swap_on_a_tiny_model(causal_dir: Path)
 
 
 def test_gbnf_literal_escapes_what_the_grammar_parser_reads() -> None:
-    from hss_gate.likelihood import _gbnf_literal
+    from hss_gate.models.likelihood import _gbnf_literal
 
     assert _gbnf_literal('say "hi"\\ now\n\tok') == '"say \\"hi\\"\\\\ now\\n\\tok"'
     assert _gbnf_literal("bell\x07 é") == '"bell\\x07 é"'

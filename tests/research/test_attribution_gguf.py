@@ -10,14 +10,14 @@ import time
 import numpy as np
 import pytest
 
-from hss_gate import model_store
-from hss_gate.masked_text import render, word_spans
+from hss_gate.models import model_store
 from hss_gate.research.attribution import (
     AttributionSettings,
     lime_attribution,
     shap_attribution,
     split_words,
 )
+from hss_gate.text.masked_text import render, word_spans
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +33,9 @@ def model(tmp_path_factory: pytest.TempPathFactory):
     smollm2 = model_store.resolve_name("smollm2")
     if not model_store.is_installed(smollm2):
         pytest.skip("smollm2 not installed (hss models install smollm2)")
+    from hss_gate.models.summarizers.gguf import GgufSummarizer
     from hss_gate.research.likelihood import scorer_for
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.gguf import GgufSummarizer
 
     settings = GenerateSettings(max_new_tokens=32)
     summarizer = GgufSummarizer(
@@ -96,7 +96,7 @@ def test_shap_and_lime_on_smollm2_with_a_small_budget(model) -> None:
 def test_transformers_backend_agrees_with_llama_cpp_on_the_same_gguf(model) -> None:
     """The dequantized fp32 weights teacher-forced by transformers give the same ordering and
     nearly the same values as llama.cpp's forced decoding (different kernels, not a new model)."""
-    from hss_gate.likelihood import gguf_transformers_scorer
+    from hss_gate.models.likelihood import gguf_transformers_scorer
 
     summarizer, scorer, summary = model
     spans = word_spans(DOC)
@@ -119,9 +119,9 @@ def test_completion_style_models_are_scored_with_their_own_prompt(tmp_path) -> N
     gemma = model_store.resolve_name("gemma3-270m")
     if not model_store.is_installed(gemma):
         pytest.skip("gemma3-270m not installed (hss models install gemma3-270m)")
+    from hss_gate.models.summarizers.gguf import GgufSummarizer
     from hss_gate.research.likelihood import scorer_for
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.gguf import GgufSummarizer
 
     summarizer = GgufSummarizer("gemma3-270m", GenerateSettings(max_new_tokens=32), str(tmp_path))
     summary = summarizer.summarize([DOC])[0]

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hss_gate.corpus import Document
 from hss_gate.research.attribution_bench import attribution_lines, cost_record
 from hss_gate.research.bench import linear_fit, ratios, run_timed
 from hss_gate.research.bench_run import checker_lines, markdown, sentence_shap_lines
 from hss_gate.research.checker_bench import checker_pairs, checker_stage, time_checker
+from hss_gate.text.corpus import Document
 
 pytestmark = pytest.mark.unit
 REPO = Path(__file__).resolve().parents[2]
@@ -327,7 +327,7 @@ def test_sentence_shap_rows_list_every_other_point_of_the_curve():
 
 
 def test_the_attribution_plan_measures_sentence_fidelity_only():
-    from hss_gate.errors import InputError
+    from hss_gate.common.errors import InputError
     from hss_gate.research.bench import plan_for
 
     plan = plan_for(False, attribution=True)

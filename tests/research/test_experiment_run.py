@@ -7,14 +7,14 @@ import itertools
 import pandas as pd
 import pytest
 
-from hss_gate.cache import Cache
-from hss_gate.corpus import Document
-from hss_gate.normalization import compute_normalization
-from hss_gate.pipeline import score_documents
+from hss_gate.common.cache import Cache
+from hss_gate.models.summarizers import load_summarizer
 from hss_gate.research.experiment_report import localization_section, write_report
 from hss_gate.research.experiment_run import external_documents, run_experiment
+from hss_gate.scoring.normalization import compute_normalization
+from hss_gate.scoring.pipeline import score_documents
 from hss_gate.settings import ExperimentSettings, HssSettings, PerturbSettings
-from hss_gate.summarizers import load_summarizer
+from hss_gate.text.corpus import Document
 from tests.unit.test_perturb import TEXT
 from tests.unit.test_pipeline_fakes import _toolkit as fake_toolkit
 
@@ -264,10 +264,10 @@ def test_attribution_progress_moves_during_each_document(settings, tmp_path, met
 
 
 def test_attribution_hook_explains_sentences_with_the_gates_explainer(settings, tmp_path):
-    from hss_gate.gate_attribution import explain_document, explained_words
-    from hss_gate.pipeline import make_perturbations
+    from hss_gate.decision.attribution import explain_document, explained_words
     from hss_gate.research.experiment_run import attribution_hook, explained_perturbations
     from hss_gate.research.likelihood import load_scorer
+    from hss_gate.scoring.pipeline import make_perturbations
 
     tools = fake_toolkit()
     settings.experiment.attribution_methods = ["sentence_shap", "sentence_lime"]

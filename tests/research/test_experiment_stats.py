@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from hss_gate.normalization import compute_normalization
 from hss_gate.research.experiment import (
     attribution_table,
     correlation_table,
@@ -17,6 +16,7 @@ from hss_gate.research.experiment import (
     partial_spearman,
     strength_table,
 )
+from hss_gate.scoring.normalization import compute_normalization
 
 pytestmark = pytest.mark.unit
 

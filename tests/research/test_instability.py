@@ -8,19 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr, wasserstein_distance
 
-from hss_gate.distance import transport_shares
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.instability_metrics import (
-    instability,
-    mass_wasserstein,
-    rank_instability,
-    spearman,
-    top_k,
-    topk_instability,
-    word_positions,
-)
-from hss_gate.masked_text import render, word_spans
-from hss_gate.perturb import find_candidates, perturb
+from hss_gate.models.embedding import HashingEmbedder
 from hss_gate.research.attribution import edit_positions, split_words, word_hierarchy
 from hss_gate.research.instability import (
     aggregate,
@@ -29,7 +17,19 @@ from hss_gate.research.instability import (
     sentence_shares,
     word_changes,
 )
+from hss_gate.scoring.distance import transport_shares
+from hss_gate.scoring.instability_metrics import (
+    instability,
+    mass_wasserstein,
+    rank_instability,
+    spearman,
+    top_k,
+    topk_instability,
+    word_positions,
+)
 from hss_gate.settings import PerturbSettings
+from hss_gate.text.masked_text import render, word_spans
+from hss_gate.text.perturb import find_candidates, perturb
 from tests.conftest import FakeLexicon, FakeTagger, FakeVectors
 
 pytestmark = pytest.mark.unit

@@ -8,20 +8,19 @@ from math import comb
 import numpy as np
 import pytest
 
-from hss_gate.masked_text import sentence_features
+from hss_gate.models.sentence_explainer import (
+    SentenceAttributionSettings,
+    SentenceGame,
+    explain_sentences,
+    sentence_instability,
+)
 from hss_gate.research.likelihood import OverlapLikelihood
 from hss_gate.research.sentence_attribution import (
     changed_summary_sentences,
     localization_report,
     localize,
 )
-from hss_gate.sentence_explainer import (
-    SentenceAttributionSettings,
-    SentenceGame,
-    explain_sentences,
-    sentence_instability,
-)
-from hss_gate.shapley import (
+from hss_gate.scoring.shapley import (
     all_coalitions,
     constrained_wls,
     exact_shapley,
@@ -32,6 +31,7 @@ from hss_gate.shapley import (
     shapley_kernel,
     weighted_ridge,
 )
+from hss_gate.text.masked_text import sentence_features
 
 pytestmark = pytest.mark.unit
 

@@ -104,8 +104,8 @@ def test_a_document_without_hss_is_not_measured_never_hss_zero():
     """No perturbations here: the rows' HSS is "not measured" as the gate has it (NaN, so
     hss_measured is false and the HSS comparison is skipped with a note), never 0.0 on both
     sides compared as equal HSS."""
-    from hss_gate.decision_rule import decide
-    from hss_gate.paired_comparison import compare, hss_measured
+    from hss_gate.decision.paired_comparison import compare, hss_measured
+    from hss_gate.decision.rule import decide
 
     cand, prod = _rows([0.9, 0.8, 0.7, 0.6]), _rows([0.9, 0.9, 0.8, 0.7])
     assert all(r["hss"] != 0.0 and np.isnan(r["hss"]) for r in cand + prod)
@@ -139,7 +139,7 @@ def test_the_gate_blocks_a_clear_fall_early_and_promotes_an_equal_system():
 
 def test_the_gate_looks_where_gate_looks_says_at_its_spending_levels():
     """`hss systems` replays `hss gate`'s look plan: gate.looks and gate.alpha_spending."""
-    from hss_gate.sequential import look_levels
+    from hss_gate.decision.sequential import look_levels
 
     rng = np.random.default_rng(0)
     prod = rng.uniform(0.6, 1.0, 100)
@@ -360,8 +360,8 @@ def test_through_gate_runs_the_real_gate_on_every_pair_with_one_cache(tmp_path, 
     OUT/gates/A-vs-B), the inventing system blocked and the reverse promoted; the copying system
     blocked by the gate's not-summarizing check, which the function-level rule does not have;
     every summary checked once for the function-level rule and the 12 gate runs together."""
-    from hss_gate.embedding import HashingEmbedder
-    from hss_gate.toolkit import Toolkit
+    from hss_gate.models.embedding import HashingEmbedder
+    from hss_gate.scoring.toolkit import Toolkit
     from tests.conftest import REPO, FakeTagger
     from tests.unit.test_perturb import LEXICON, VECTORS
 
@@ -380,7 +380,7 @@ def test_through_gate_runs_the_real_gate_on_every_pair_with_one_cache(tmp_path, 
         return tools
 
     monkeypatch.chdir(REPO)  # the gate reads score.normalization from the repository
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", toolkit)
     monkeypatch.setenv("HSS_SCORE__BOOTSTRAP_RESAMPLES", "100")
     summaries, documents = _gate_files(tmp_path)
     out, cache = tmp_path / "out", str(tmp_path / "cache")

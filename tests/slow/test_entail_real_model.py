@@ -39,7 +39,7 @@ TWINS = [
 @pytest.fixture(scope="module")
 def checker():
     from hss_gate.consistency.checker import load_checker
-    from hss_gate.embedding import SbertEmbedder
+    from hss_gate.models.embedding import SbertEmbedder
     from hss_gate.settings import HssSettings
 
     settings = HssSettings()

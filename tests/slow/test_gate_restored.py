@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from hss_gate import model_store
 from hss_gate.cli import app
+from hss_gate.models import model_store
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hss_gate import model_store
+from hss_gate.models import model_store
 
 pytestmark = pytest.mark.slow
 
@@ -25,8 +25,8 @@ def gemma():
 
 
 def test_gemma_base_model_summarizes_by_completion(gemma, tmp_path):
+    from hss_gate.models.summarizers.gguf import GgufSummarizer, engine_build
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.gguf import GgufSummarizer, engine_build
 
     settings = GenerateSettings(max_new_tokens=48, threads=1)
     summarizer = GgufSummarizer("gemma3", settings, str(tmp_path))

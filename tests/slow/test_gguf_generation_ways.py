@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hss_gate import model_store
+from hss_gate.models import model_store
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def texts():
-    from hss_gate.inputs import load_corpus
+    from hss_gate.common.inputs import load_corpus
     from hss_gate.research.generation_bench import stored_texts
 
     if not model_store.is_installed(model_store.resolve_name("smollm2")):
@@ -23,8 +23,8 @@ def texts():
 
 
 def _summaries(texts, **ways):
+    from hss_gate.models.summarizers.gguf import GgufSummarizer
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.gguf import GgufSummarizer
 
     settings = GenerateSettings(workers=1, **ways)
     summarizer = GgufSummarizer("smollm2-135m-instruct", settings, str(REPO / ".hss" / "models"))

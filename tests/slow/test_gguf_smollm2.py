@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from hss_gate import model_store
+from hss_gate.models import model_store
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -24,8 +24,8 @@ def smollm2():
 
 
 def test_gguf_summaries_are_deterministic(smollm2, tmp_path):
+    from hss_gate.models.summarizers.gguf import GgufSummarizer
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.gguf import GgufSummarizer
 
     settings = GenerateSettings(max_new_tokens=48)
     summarizer = GgufSummarizer("smollm2-135m-instruct", settings, str(tmp_path))

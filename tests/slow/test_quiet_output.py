@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from hss_gate import model_store
+from hss_gate.models import model_store
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

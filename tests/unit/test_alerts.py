@@ -1,5 +1,5 @@
 """Alerting on a monitor verdict (hss_gate/workflows/alerts.py, its channels in
-hss_gate/alert_channels.py): the payload's deciding numbers, a real
+hss_gate/monitoring/alerts.py): the payload's deciding numbers, a real
 local HTTP server receiving the webhook POST, retries on a failing server, the secret URL never
 written, and the Prefect event (a fake emitter, and one real emit through Prefect's events
 worker with its asserting client)."""
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from hss_gate import alert_channels
-from hss_gate.alert_channels import AlertError, PrefectEventSender, WebhookSender
-from hss_gate.io import write_json_atomic
+from hss_gate.common.io import write_json_atomic
+from hss_gate.monitoring import alerts as alert_channels
+from hss_gate.monitoring.alerts import AlertError, PrefectEventSender, WebhookSender
 from hss_gate.settings import HssSettings, load_settings
 from hss_gate.workflows import alerts
 from hss_gate.workflows.alerts import alert_monitor, monitor_payload, notify
@@ -189,7 +189,7 @@ def _settings(tmp_path: Path, **alert: Any) -> HssSettings:
     return load_settings(tmp_path / "absent.yaml", **{f"alert__{k}": v for k, v in alert.items()})
 
 
-def _run(tmp_path: Path, result: dict[str, Any], settings: HssSettings) -> alerts.AlertReport:
+def _run(tmp_path: Path, result: dict[str, Any], settings: HssSettings) -> alerts.AlertOutcomes:
     """The monitor wrote its reports; then the alerting step runs."""
     out = tmp_path / "out"
     write_json_atomic(out / "monitor.json", result)

@@ -1,11 +1,12 @@
-"""hss_gate.io.atomic_folder: a folder a library writes itself (Great Expectations' Data Docs)
+"""hss_gate.common.io.atomic_folder: a folder a library writes itself (Great Expectations' Data
+Docs)
 replaces its target whole, or not at all."""
 
 from __future__ import annotations
 
 import pytest
 
-from hss_gate.io import atomic_folder
+from hss_gate.common.io import atomic_folder
 
 pytestmark = pytest.mark.unit
 

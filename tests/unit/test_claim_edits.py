@@ -10,7 +10,7 @@ import pytest
 
 from hss_gate.consistency import claim_edits as ce
 from hss_gate.consistency.entailment_data import Seed, seed_pairs
-from hss_gate.perturb import Candidate, Token
+from hss_gate.text.perturb import Candidate, Token
 
 pytestmark = pytest.mark.unit
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hss_gate import io as hss_io
+from hss_gate.common import io as hss_io
+from hss_gate.common.errors import InputError, ModelError
 from hss_gate.consistency import aggregation, calibration, features, training
 from hss_gate.consistency import model as consistency_model
 from hss_gate.consistency import scorer as pair_scorer
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.errors import InputError, ModelError
+from hss_gate.models.embedding import HashingEmbedder
 from hss_gate.research import factuality_data
 
 pytestmark = pytest.mark.unit

@@ -19,7 +19,7 @@ FINGERPRINT = "entail:adapter=" + "0123456789abcdef" * 4 + ";top_k=2;chunk_words
 
 SCRIPT = f"""
 from hss_gate.cli.common import console, out_console, print_table, say
-from hss_gate.progress import progress_reporter
+from hss_gate.common.progress import progress_reporter
 
 say("consistency checker: {FINGERPRINT}")
 console.print("[bold]report:[/] {PATH}", highlight=False)

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from hss_gate.errors import InputError
-from hss_gate.inputs import load_corpus
+from hss_gate.common.errors import InputError
+from hss_gate.common.inputs import load_corpus
 from hss_gate.settings import load_settings
 
 pytestmark = pytest.mark.unit

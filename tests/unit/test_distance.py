@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.stats import wasserstein_distance
 
-from hss_gate.distance import transport_shares, wasserstein
+from hss_gate.scoring.distance import transport_shares, wasserstein
 
 pytestmark = pytest.mark.unit
 
@@ -62,7 +62,7 @@ def test_assignment_solver_matches_pots_network_simplex(sizes):
 def test_large_coprime_clouds_fall_back_to_pot(monkeypatch):
     import ot
 
-    from hss_gate import distance
+    from hss_gate.scoring import distance
 
     rng = np.random.default_rng(5)
     base, other = rng.normal(size=(5, 8)), rng.normal(size=(7, 8))

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from hss_gate.drift import DriftError, DriftResult, column_results, drift_report
-from hss_gate.errors import InputError
+from hss_gate.common.errors import InputError
+from hss_gate.monitoring.drift import DriftError, DriftResult, column_results, drift_report
 
 pytestmark = pytest.mark.unit
 
@@ -177,7 +177,7 @@ def test_a_sparse_fractional_column_is_not_drift_when_the_windows_own_test_says_
     from evidently import DataDefinition, Dataset, Report
     from evidently.presets import DataDriftPreset
 
-    from hss_gate.monitor_rules import one_sided_fisher
+    from hss_gate.monitoring.rules import one_sided_fisher
 
     any_ref = [float(v > 0) for v in REFERENCE_SHARES]
     any_cur = [float(v > 0) for v in CURRENT_SHARES]
@@ -234,7 +234,7 @@ def test_a_flag_gets_the_proportion_test_and_a_flag_with_other_values_is_skipped
 
 
 def test_the_flags_are_the_columns_declared_bool():
-    from hss_gate.tables import flag_columns
+    from hss_gate.signals.tables import flag_columns
 
     chosen = ["live_truncated", "live_unsupported_share", "distance_low", "base_truncated", "hss"]
     assert flag_columns(chosen) == ("live_truncated", "base_truncated")

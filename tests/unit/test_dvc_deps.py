@@ -25,19 +25,19 @@ ENTRIES = {
     # hss baseline --stage scores: the workflow, with the scorer and settings the CLI gives it
     "scores": (
         "hss_gate.workflows.baseline:run_baseline",
-        "hss_gate.runner:LocalRunner",
+        "hss_gate.scoring.runner:LocalRunner",
         "hss_gate.settings:load_settings",
     ),
     # hss baseline --stage constants: M_c from the reference run's distances, written as JSON
     "constants": (
         "hss_gate.workflows.baseline:reference_normalization",
-        "hss_gate.io:write_json_atomic",
+        "hss_gate.common.io:write_json_atomic",
     ),
     # hss baseline --stage metrics: the reference documents' HSS and the production metrics
     "metrics": (
         "hss_gate.workflows.baseline:reference_scores",
-        "hss_gate.baseline_metrics:score_metrics",
-        "hss_gate.io:write_csv_atomic",
+        "hss_gate.decision.baseline_metrics:score_metrics",
+        "hss_gate.common.io:write_csv_atomic",
     ),
     # hss baseline --stage attribution: production's attribution results, with the scorer the
     # gate loads (the stage's default) and the settings the CLI gives it
@@ -51,15 +51,18 @@ ENTRIES = {
 
 # modules in a closure that cannot change a stage's outputs, and why
 EXCLUDED = {
-    "hss_gate.progress": "progress bars and timed log lines: reporting only",
-    "hss_gate.expectations": "Great Expectations suites: the gate's and monitor's checks, "
+    "hss_gate.common.progress": "progress bars and timed log lines: reporting only",
+    "hss_gate.decision.suites": "Great Expectations suites: the gate's and monitor's checks, "
     "never run by the baseline stages (reached through workflows/shared.py)",
-    "hss_gate.drift": "Evidently drift reports: the gate's and monitor's, never run by the "
-    "baseline stages (reached through workflows/shared.py)",
-    "hss_gate.errors": "exception classes and their messages: a stage that raises writes nothing",
-    "hss_gate.redact": "credentials masked in error messages and log lines",
-    "hss_gate.packaged": "finds an installed wheel's packaged data: a source checkout has none, "
-    "and a path the working folder has is never replaced (`dvc repro` reads its declared deps)",
+    "hss_gate.monitoring.drift": "Evidently drift reports: the gate's and monitor's, never run by "
+    "the baseline stages (reached through workflows/shared.py)",
+    "hss_gate.common.errors": (
+        "exception classes and their messages: a stage that raises writes nothing"
+    ),
+    "hss_gate.common.redact": "credentials masked in error messages and log lines",
+    "hss_gate.common.packaged": "finds an installed wheel's packaged data: a source checkout has "
+    "none, and a path the working folder has is never replaced (`dvc repro` reads its declared "
+    "deps)",
 }
 
 
@@ -181,14 +184,21 @@ def test_every_module_a_stage_runs_is_a_dependency(stage):
 
 def test_the_scores_stage_reaches_the_whole_scoring_path():
     reached = closure("scores")
-    for module in ("pipeline", "runner", "toolkit", "cache", "stored_run", "consistency.model"):
+    for module in (
+        "scoring.pipeline",
+        "scoring.runner",
+        "scoring.toolkit",
+        "common.cache",
+        "scoring.stored_run",
+        "consistency.model",
+    ):
         assert f"hss_gate.{module}" in reached
     assert not {m for m in reached if m.startswith("hss_gate.research")}
 
 
 def test_a_missing_dependency_is_reported():
-    deps = [d for d in stage_deps("scores") if d != "hss_gate/cache.py"]
-    assert uncovered("scores", deps) == ["hss_gate.cache"]
+    deps = [d for d in stage_deps("scores") if d != "hss_gate/common/cache.py"]
+    assert uncovered("scores", deps) == ["hss_gate.common.cache"]
 
 
 def test_every_code_dependency_exists():

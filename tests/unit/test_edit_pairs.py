@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from hss_gate.common.errors import InputError
 from hss_gate.consistency import edit_pairs as ep
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.errors import InputError
+from hss_gate.models.embedding import HashingEmbedder
 
 pytestmark = pytest.mark.unit
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from hss_gate.common.errors import InputError, ModelError
 from hss_gate.consistency import entail_checker, entail_release
 from hss_gate.consistency.checker import load_checker
 from hss_gate.consistency.entail_checker import (
@@ -20,8 +21,7 @@ from hss_gate.consistency.entail_checker import (
     entail_fingerprint,
 )
 from hss_gate.consistency.evidence import choose_evidence
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.errors import InputError, ModelError
+from hss_gate.models.embedding import HashingEmbedder
 from hss_gate.settings import ConsistencySettings
 
 pytestmark = pytest.mark.unit
@@ -182,7 +182,7 @@ def test_batches_are_per_summary_so_scores_do_not_depend_on_how_calls_group_summ
 
 
 def test_the_fingerprint_names_adapter_encoder_splitter_evidence_and_decision():
-    from hss_gate.sentences import SPLITTER_VERSION
+    from hss_gate.text.sentences import SPLITTER_VERSION
 
     found = entail_fingerprint(SHA, "sbert:all-minilm-l6-v2", 3, 1, "softmin", 0.5)
     assert found == (

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from hss_gate.common.errors import InputError
 from hss_gate.consistency import claim_edits as ce
 from hss_gate.consistency import entailment_data as ed
-from hss_gate.errors import InputError
 
 pytestmark = pytest.mark.unit
 

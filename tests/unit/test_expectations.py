@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hss_gate.expectations import (
+from hss_gate.decision.suites import (
     CheckResult,
     ExpectationSpec,
     gate_expectations,
@@ -123,7 +123,7 @@ def run_table(table: str, df: pd.DataFrame, specs: list[ExpectationSpec] | None 
 def test_spec_builders_do_not_import_great_expectations():
     code = (
         "import sys\n"
-        "from hss_gate.expectations import gate_expectations, monitor_expectations\n"
+        "from hss_gate.decision.suites import gate_expectations, monitor_expectations\n"
         "from hss_gate.settings import GateSettings\n"
         "g = GateSettings()\n"
         "gate_expectations(g, categories=['a'], n_documents=1, n_perturbations=1)\n"

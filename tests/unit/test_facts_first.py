@@ -4,7 +4,8 @@ bad settings (a clear error or a stated fallback, never a silent change of what 
 
 The gate runs through the command line on the fake toolkit (as tests/unit/test_golden_outputs.py
 does) on the reference corpus's first 16 documents: 4 categories of 4, so the default plan has
-two looks of 8 (hss_gate.sequential.look_sizes). Every call of the model runner is recorded with
+two looks of 8 (hss_gate.decision.sequential.look_sizes). Every call of the model runner is
+recorded with
 the documents it scored, the doc_ids it was asked to measure HSS on and the summaries it made
 (strength "base": the original's; low, moderate, high: the perturbed versions'). The first look's
 verdict is held at "continue" so that both looks run whatever the fakes score.
@@ -22,14 +23,14 @@ import pytest
 from typer.testing import CliRunner
 
 from hss_gate import cli as cli_module
-from hss_gate.cache import Cache
 from hss_gate.cli import app
-from hss_gate.decision_rule import LookJudgement, decide
-from hss_gate.inputs import load_normalization
-from hss_gate.paired_comparison import compare
-from hss_gate.pipeline import FACTS_FIRST, merge_results, score_documents
+from hss_gate.common.cache import Cache
+from hss_gate.common.inputs import load_normalization
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.rule import LookJudgement, decide
+from hss_gate.models.summarizers.base import FakeSummarizer
+from hss_gate.scoring.pipeline import FACTS_FIRST, merge_results, score_documents
 from hss_gate.settings import GateSettings
-from hss_gate.summarizers.base import FakeSummarizer
 from tests.conftest import REPO
 from tests.reliability.test_bad_input import _fake_toolkit
 from tests.unit.test_not_measured import DOCS, NORMALIZATION, SearchCounter, _settings, _toolkit
@@ -49,7 +50,7 @@ def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     monkeypatch.setenv("HSS_SCORE__BOOTSTRAP_RESAMPLES", "100")
     for name in ("HSS_OPENAI_API_KEY", "HSS_OPENAI_MODEL", "HSS_DEBUG"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", _fake_toolkit)
     for console in (cli_module.console, cli_module.out_console):
         monkeypatch.setattr(console, "_width", 1000)
     return CliRunner()
@@ -58,10 +59,10 @@ def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 @pytest.fixture()
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Every model-runner call: role, documents, hss_documents asked for, summaries made."""
-    import hss_gate.runner
+    import hss_gate.scoring.runner
 
     calls: list[dict[str, Any]] = []
-    score_model = hss_gate.runner.score_model
+    score_model = hss_gate.scoring.runner.score_model
 
     def recording(uri, docs, *args, hss_documents=None, **kwargs):
         result, meta = score_model(uri, docs, *args, hss_documents=hss_documents, **kwargs)
@@ -78,7 +79,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         )
         return result, meta
 
-    monkeypatch.setattr(hss_gate.runner, "score_model", recording)
+    monkeypatch.setattr(hss_gate.scoring.runner, "score_model", recording)
     continuing_looks(monkeypatch)
     return calls
 

@@ -13,12 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hss_gate.corpus import Document
-from hss_gate.decision_record import Decision
-from hss_gate.decision_report import decision_html, decision_markdown
-from hss_gate.decision_rule import check_findings
-from hss_gate.errors import ModelError
-from hss_gate.gate_attribution import (
+from hss_gate.common.errors import ModelError
+from hss_gate.decision.attribution import (
     COLUMN,
     ExplainedDocument,
     Side,
@@ -26,10 +22,14 @@ from hss_gate.gate_attribution import (
     explain_cached,
     explain_document,
 )
-from hss_gate.instability_metrics import instability
-from hss_gate.pipeline import ScoreResult
+from hss_gate.decision.record import Decision
+from hss_gate.decision.reports import decision_html, decision_markdown
+from hss_gate.decision.rule import check_findings
 from hss_gate.research.likelihood import OverlapLikelihood
+from hss_gate.scoring.instability_metrics import instability
+from hss_gate.scoring.pipeline import ScoreResult
 from hss_gate.settings import GateAttributionSettings, HssSettings
+from hss_gate.text.corpus import Document
 from hss_gate.workflows.gate_explanation import add_attribution, attribute
 from hss_gate.workflows.gate_looks import Look
 from hss_gate.workflows.gate_preparation import GateRun, Role
@@ -287,7 +287,7 @@ def test_the_reports_show_it_beside_hss() -> None:
 
 
 def test_max_words_explains_only_the_first_sentences(tmp_path: Path) -> None:
-    from hss_gate.gate_attribution import explained_words
+    from hss_gate.decision.attribution import explained_words
 
     settings = HssSettings()
     assert explained_words(settings) == settings.generate.max_input_words

@@ -22,21 +22,21 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from hss_gate.cache import Cache
-from hss_gate.corpus import Document
-from hss_gate.errors import InputError, ModelError
-from hss_gate.gate_attribution import (
+from hss_gate.common.cache import Cache
+from hss_gate.common.errors import InputError, ModelError
+from hss_gate.common.io import write_json_atomic, write_jsonl_atomic
+from hss_gate.decision.attribution import (
     BASELINE_FILE,
     NAMESPACE,
     attribution_text,
     read_baseline_results,
 )
-from hss_gate.io import write_json_atomic, write_jsonl_atomic
-from hss_gate.pipeline import ScoreResult
+from hss_gate.decision.sequential import stratified_order
 from hss_gate.research.likelihood import OverlapLikelihood
-from hss_gate.sequential import stratified_order
+from hss_gate.scoring.pipeline import ScoreResult
+from hss_gate.scoring.stored_run import load_stored_run, seed_perturbations
 from hss_gate.settings import GateAttributionSettings, HssSettings, PerturbSettings
-from hss_gate.stored_run import load_stored_run, seed_perturbations
+from hss_gate.text.corpus import Document
 from hss_gate.workflows.baseline_attribution import run_attribution_stage
 from hss_gate.workflows.gate_explanation import attribute, gate_perturbations
 from hss_gate.workflows.gate_looks import Look

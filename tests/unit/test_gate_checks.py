@@ -1,4 +1,4 @@
-"""The rules floor's checks (hss_gate.gate_checks) and the decision's coded findings."""
+"""The rules floor's checks (hss_gate.decision.checks) and the decision's coded findings."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hss_gate.decision_record import FINDING_CODES, SCHEMA_VERSION, apply_override
-from hss_gate.decision_report import decision_html, decision_junit, decision_markdown
-from hss_gate.decision_rule import check_blocks, decide
-from hss_gate.expectations import (
+from hss_gate.common.inputs import load_corpus
+from hss_gate.decision.checks import CODES, category_checks
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.record import FINDING_CODES, SCHEMA_VERSION, apply_override
+from hss_gate.decision.reports import decision_html, decision_junit, decision_markdown
+from hss_gate.decision.rule import check_blocks, decide
+from hss_gate.decision.sequential import look_sizes, stratified_order
+from hss_gate.decision.suites import (
     EXPECTATIONS,
     gate_expectations,
     monitor_expectations,
     run_suites,
 )
-from hss_gate.gate_checks import CODES, category_checks
-from hss_gate.inputs import load_corpus
-from hss_gate.paired_comparison import compare
-from hss_gate.sequential import look_sizes, stratified_order
 from hss_gate.settings import GateSettings
 from tests.conftest import CORPUS
 

@@ -8,21 +8,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hss_gate.baseline_metrics import document_scores, score_metrics, with_strength_distances
-from hss_gate.decision_record import error_decision
-from hss_gate.decision_report import (
+from hss_gate.common.errors import InputError
+from hss_gate.decision.baseline_metrics import (
+    document_scores,
+    score_metrics,
+    with_strength_distances,
+)
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.record import error_decision
+from hss_gate.decision.reports import (
     decision_html,
     decision_markdown,
     moved_most,
     pull_request_comment,
 )
-from hss_gate.decision_rule import decide
-from hss_gate.errors import InputError
-from hss_gate.monitor_rules import monitor_verdict, severity_rise
-from hss_gate.normalization import compute_normalization
-from hss_gate.paired_comparison import compare
+from hss_gate.decision.rule import decide
+from hss_gate.monitoring.rules import monitor_verdict, severity_rise
+from hss_gate.scoring.normalization import compute_normalization
+from hss_gate.scoring.severity import difference_bootstrap_ci
 from hss_gate.settings import GateSettings
-from hss_gate.severity import difference_bootstrap_ci
 
 pytestmark = pytest.mark.unit
 
@@ -313,7 +317,7 @@ def test_document_scores_recompute_hss_from_distances():
 
 
 def test_served_summaries_unsupported_more_often_than_the_reference_are_unhealthy():
-    from hss_gate.monitor_rules import served_rises
+    from hss_gate.monitoring.rules import served_rises
 
     reference = pd.DataFrame(
         {"base_low_consistency": [0.0] * 18 + [1.0] * 2, "base_unsupported_share": [0.01] * 20}
@@ -342,7 +346,7 @@ def _blocked():
 
 
 def test_a_recorded_override_promotes_a_block_and_keeps_what_the_gate_found():
-    from hss_gate.decision_record import apply_override
+    from hss_gate.decision.record import apply_override
 
     blocked = _blocked()
     overridden = apply_override(blocked, "alice", "the new entities are product names, checked")
@@ -360,8 +364,8 @@ def test_a_recorded_override_promotes_a_block_and_keeps_what_the_gate_found():
 def test_junit_has_a_test_per_check_and_signal_and_fails_the_blocking_ones():
     import xml.etree.ElementTree as ET
 
-    from hss_gate.decision_record import apply_override
-    from hss_gate.decision_report import decision_junit
+    from hss_gate.decision.record import apply_override
+    from hss_gate.decision.reports import decision_junit
 
     check = {
         "table": "documents",

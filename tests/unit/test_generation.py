@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from hss_gate.cache import Cache
-from hss_gate.generation import BackgroundSummaries, summary_key
-from hss_gate.pipeline import score_documents
-from hss_gate.summarizers.base import FakeSummarizer
+from hss_gate.common.cache import Cache
+from hss_gate.models.summarizers.base import FakeSummarizer
+from hss_gate.scoring.generation import BackgroundSummaries, summary_key
+from hss_gate.scoring.pipeline import score_documents
 from tests.integration import test_openai_summarizer as fake_http
 from tests.unit.test_pipeline_fakes import DOCS, _settings, _toolkit
 
@@ -134,8 +134,8 @@ class InFlight:
 
 
 def _openai(url: str, concurrency: int, **generate):
+    from hss_gate.models.summarizers.openai import OpenAISummarizer
     from hss_gate.settings import GenerateSettings
-    from hss_gate.summarizers.openai import OpenAISummarizer
 
     values = {"max_new_tokens": 8, "retries": 1, "timeout_s": 10.0, **generate}
     settings = GenerateSettings(openai_concurrency=concurrency, **values)
@@ -147,7 +147,7 @@ OPENAI_DOCS = [f"Document number {i}" for i in range(6)]
 
 @pytest.fixture
 def no_backoff(monkeypatch):
-    from hss_gate.summarizers import openai as openai_module
+    from hss_gate.models.summarizers import openai as openai_module
 
     monkeypatch.setattr(openai_module.time, "sleep", lambda s: None)
 
@@ -178,7 +178,7 @@ def test_openai_retries_each_request_on_its_own_while_others_run(openai_fake, no
 
 
 def test_openai_concurrent_failure_raises_the_model_error(openai_fake, no_backoff):
-    from hss_gate.errors import ModelError
+    from hss_gate.common.errors import ModelError
 
     # the first two are held together; those the client still sends after the failure are not
     fake = openai_fake(InFlight(hold=2, total=1, fail={"Document number 1": 400}))
@@ -208,8 +208,8 @@ def test_openai_concurrency_is_not_part_of_the_cache_key():
 def test_after_a_request_gives_up_every_later_one_fails_at_once(monkeypatch):
     import socket
 
-    from hss_gate.errors import ModelError
-    from hss_gate.summarizers import openai as openai_module
+    from hss_gate.common.errors import ModelError
+    from hss_gate.models.summarizers import openai as openai_module
 
     waits: list[float] = []
     monkeypatch.setattr(openai_module.time, "sleep", waits.append)

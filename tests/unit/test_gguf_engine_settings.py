@@ -62,7 +62,7 @@ def _fake_xllamacpp() -> types.ModuleType:
 @pytest.fixture()
 def engine(monkeypatch, tmp_path):
     """Build a GgufSummarizer on a fake GGUF file and the fake engine."""
-    from hss_gate.summarizers import gguf
+    from hss_gate.models.summarizers import gguf
 
     monkeypatch.setitem(sys.modules, "xllamacpp", _fake_xllamacpp())
     gguf.engine_build.cache_clear()

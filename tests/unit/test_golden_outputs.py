@@ -69,7 +69,7 @@ def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     monkeypatch.setenv("HSS_SCORE__BOOTSTRAP_RESAMPLES", "100")
     for name in ("HSS_OPENAI_API_KEY", "HSS_OPENAI_MODEL", "HSS_DEBUG"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", _fake_toolkit)
     for console in (cli_module.console, cli_module.out_console):
         monkeypatch.setattr(console, "_width", 1000)
     return CliRunner()

@@ -107,13 +107,13 @@ def test_the_check_finds_a_missing_name_and_a_missing_module(tmp_path):
     bad = tmp_path / "probe.py"
     bad.write_text(
         "def f():\n"
-        "    from hss_gate.sentences import no_such_function\n"
+        "    from hss_gate.text.sentences import no_such_function\n"
         "    from hss_gate.consistency import segment\n"
         "    import hss_gate.no_such_module\n",
         encoding="utf-8",
     )
     found = _problems(bad)
     assert len(found) == 3, found
-    assert "hss_gate.sentences has no no_such_function" in found[0]
+    assert "hss_gate.text.sentences has no no_such_function" in found[0]
     assert "hss_gate.consistency has no segment" in found[1]
     assert "no module hss_gate.no_such_module" in found[2]

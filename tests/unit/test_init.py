@@ -11,10 +11,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from hss_gate import io
 from hss_gate.cli import app
-from hss_gate.errors import InputError, ModelError
-from hss_gate.inputs import load_corpus
+from hss_gate.common import io
+from hss_gate.common.errors import InputError, ModelError
+from hss_gate.common.inputs import load_corpus
 from hss_gate.settings import load_settings
 from hss_gate.workflows.init import (
     TEMPLATE_DIR,

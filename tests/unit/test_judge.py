@@ -15,13 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hss_gate.cache import Cache
+from hss_gate.common.cache import Cache
+from hss_gate.common.errors import InputError, ModelError
 from hss_gate.consistency import judge
 from hss_gate.consistency.checker import load_checker
 from hss_gate.consistency.entail_checker import aggregate_scores
 from hss_gate.consistency.judge import load_judge_checker, p_yes_from_logprobs
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.errors import InputError, ModelError
+from hss_gate.models.embedding import HashingEmbedder
 from hss_gate.settings import ConsistencySettings, load_settings
 
 pytestmark = pytest.mark.unit
@@ -314,7 +314,7 @@ def test_the_fingerprint_names_endpoint_model_prompt_evidence_aggregate_and_thre
     found = checker(Endpoint(by_claim), threshold=0.7, aggregate="min", top=2, neighbours=0)
     fingerprint = found.fingerprint
     assert fingerprint.startswith(f"judge:openai:{URL}:default:{judge.PROMPT_VERSION}:hashing:256")
-    assert fingerprint.endswith(f":w{judge.WINDOW}:t2n0:min:t0.7")
+    assert fingerprint.endswith(f":w{judge.CONTEXT}:t2n0:min:t0.7")
     assert found.threshold == 0.7
     assert checker(Endpoint(by_claim)).threshold == judge.JUDGE_THRESHOLD
 
@@ -369,7 +369,7 @@ def _gate_with_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, endpoint: 
     from typer.testing import CliRunner
 
     from hss_gate.cli import app
-    from hss_gate.toolkit import Toolkit
+    from hss_gate.scoring.toolkit import Toolkit
     from tests.conftest import REPO, FakeTagger
     from tests.unit.test_not_measured import _corpus, _strict_json, _summaries
     from tests.unit.test_perturb import LEXICON, VECTORS
@@ -389,7 +389,7 @@ def _gate_with_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, endpoint: 
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HSS_CONSISTENCY__MODEL", URI)
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", toolkit)
     file = _summaries(tmp_path)
     out = tmp_path / "gate"
     result = CliRunner().invoke(

@@ -31,7 +31,7 @@ FLOORS = (
 )
 APART = "research"  # imports any floor below the entry points; only the CLI imports it
 # declared in ARCHITECTURE.md, added by branches in flight (merged, they exist)
-PENDING = {"hss_gate/tables.py", "hss_gate/gate_checks.py"}
+PENDING = {"hss_gate/signals/tables.py", "hss_gate/decision/checks.py"}
 
 
 def _imports(path: Path) -> list[tuple[str, str]]:
@@ -143,8 +143,45 @@ def test_every_module_has_one_declared_floor():
         if _floor_of(p, floors) is None
     ]
     assert undeclared == []
-    missing = [p for p in floors if not (REPO / p).exists() and p not in PENDING]
+    missing = [p for p in floors if not (REPO / p).exists()]
     assert missing == []
+
+
+TOP_LEVEL = 12  # entries at the top of hss_gate/ besides __init__.py, __main__.py, py.typed
+
+
+def _packages() -> list[Path]:
+    return sorted(d for d in PACKAGE.iterdir() if (d / "__init__.py").exists())
+
+
+def test_the_package_top_holds_at_most_twelve_entries():
+    entries = [
+        p.name
+        for p in PACKAGE.iterdir()
+        if p.name not in {"__init__.py", "__main__.py", "py.typed"} and not p.name.startswith("_")
+    ]
+    assert len(entries) >= 5  # the package, not an empty folder
+    assert len(entries) <= TOP_LEVEL, sorted(entries)
+
+
+def test_every_package_states_its_floor_and_no_module_in_it_stands_higher():
+    """A package's row is its ceiling: a module declared inside it may stand lower, never higher,
+    so an import that points up fails by its path."""
+    floors = declared_floors()
+    packages = _packages()
+    assert len(packages) >= 10
+    unstated = [p.name for p in packages if f"{p.relative_to(REPO).as_posix()}/" not in floors]
+    assert unstated == []
+    above = [
+        f"{path} ({floor}) in {folder} ({floors[folder]})"
+        for path, floor in floors.items()
+        for folder in floors
+        if folder.endswith("/")
+        and path != folder
+        and path.startswith(folder)
+        and _rank(floor) > _rank(floors[folder])
+    ]
+    assert above == []
 
 
 def _rank(floor: str) -> float:
@@ -184,23 +221,29 @@ def test_every_import_points_down_a_floor():
 
 def test_the_floor_check_sees_an_import_that_points_up(monkeypatch, tmp_path):
     """The check is not blind: a rules module that imports an adapter is reported."""
-    rules = PACKAGE / "summary_checks.py"
-    bad = tmp_path / "summary_checks.py"
+    rules = PACKAGE / "signals" / "summary_flags.py"
+    bad = tmp_path / "summary_flags.py"
     bad.write_text(
-        rules.read_text(encoding="utf-8") + "\n\ndef f():\n    import hss_gate.language\n"
+        rules.read_text(encoding="utf-8") + "\n\ndef f():\n    import hss_gate.models.language\n"
     )
     real = _imports
     monkeypatch.setitem(globals(), "_imports", lambda path: real(bad if path == rules else path))
     assert floor_violations() == [
-        "hss_gate.summary_checks (rules) -> hss_gate.language (adapters) in f"
+        "hss_gate.signals.summary_flags (rules) -> hss_gate.models.language (adapters) in f"
     ]
 
 
 def test_the_pure_core_imports_no_orchestration_or_io_library():
     """No file, model or service in the pure core: no orchestration, validation-suite, drift or
-    store library, and neither hss_gate.io nor hss_gate.jsonl (the adapters read the files)."""
+    store library, and neither hss_gate.common.io nor hss_gate.common.jsonl (the adapters read the
+    files)."""
     banned = {"prefect", "dvc", "great_expectations", "evidently", "sqlalchemy", "typer"}
-    banned_own = {"hss_gate.io", "hss_gate.jsonl", "hss_gate.workflows", "hss_gate.cli"}
+    banned_own = {
+        "hss_gate.common.io",
+        "hss_gate.common.jsonl",
+        "hss_gate.workflows",
+        "hss_gate.cli",
+    }
     core = [p for p, floor in _declared_modules().values() if floor == "pure core"]
     assert len(core) >= 10
     for path in core:
@@ -236,18 +279,44 @@ def test_the_flows_define_no_step_of_their_own():
         assert functions == {f"{name}_flow", "main"}, (name, functions)
 
 
-def test_the_readme_layout_lists_every_module():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    layout = readme[readme.index("## Layout") :]
-    layout = layout[: layout.index("\n## ", 5)]
-    missing = [
-        str(path.relative_to(REPO))
-        for path in _modules(PACKAGE, REPO / "flows")
-        if path.name not in layout
-        and path.name != "__init__.py"
-        and f"{path.parent.name}/*.py" not in layout  # a folder of one kind, listed whole
-    ]
-    assert missing == []
+def packages_picture() -> dict[tuple[str, str], str]:
+    """ARCHITECTURE.md's picture of the packages: (package, module stem) -> the floor it is
+    drawn on. A line names its floor (or goes on the last one's), its package at column 15 (or
+    goes on the last one's), then module names."""
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    section = text[text.index("## The packages") :]
+    block = section.split("```")[1]
+    drawn: dict[tuple[str, str], str] = {}
+    floor = package = ""
+    for line in block.splitlines():
+        label, rest = line[:15].strip(), line[15:]
+        if label in FLOORS or label == APART:
+            floor = label
+        words = rest.split()
+        if words and not rest.startswith(" ") and words[0].endswith("/"):
+            package = words.pop(0).rstrip("/")
+        for word in words:
+            stem = word.strip("()·,")
+            if stem.isidentifier():
+                drawn.setdefault((package, stem), floor)
+    return drawn
+
+
+def test_the_packages_picture_draws_every_module_on_its_floor():
+    """Every module of hss_gate/ stands in ARCHITECTURE.md's picture, in its package, on the
+    floor the concept table declares for it: the picture cannot fall behind the code."""
+    drawn, floors = packages_picture(), declared_floors()
+    assert len(drawn) > 100  # the picture, not a header
+    wrong = []
+    for path in _modules(PACKAGE):
+        parts = path.relative_to(PACKAGE).parts
+        if len(parts) == 1 or path.name == "__init__.py":
+            continue
+        floor = _floor_of(path, floors)
+        where = drawn.get((parts[0], path.stem))
+        if where != floor:
+            wrong.append(f"{path.relative_to(REPO)}: drawn on {where}, declared {floor}")
+    assert wrong == []
 
 
 def _module_name(path: Path) -> str:

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from hss_gate import summary_signals
-from hss_gate.summary_signals.lead_coverage import SIGNAL, lead_coverage
+from hss_gate import signals as summary_signals
+from hss_gate.signals.lead_coverage import SIGNAL, lead_coverage
 
 pytestmark = pytest.mark.unit
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from hss_gate import library_logs
+from hss_gate.common import library_logs
+from hss_gate.common.library_logs import TRANSFORMERS_LOADING, known_messages, load_report_rows
 from hss_gate.consistency.entailment import unused_pooler_report
-from hss_gate.library_logs import TRANSFORMERS_LOADING, known_messages, load_report_rows
 
 pytestmark = pytest.mark.unit
 

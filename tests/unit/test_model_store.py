@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate import model_store
-from hss_gate.errors import ModelError
-from hss_gate.model_store import EmbeddedModel, WeightFile, Wheel
+from hss_gate.common.errors import ModelError
+from hss_gate.models import model_store
+from hss_gate.models.model_store import EmbeddedModel, WeightFile, Wheel
 from hss_gate.settings import GenerateSettings
 from tests.conftest import REPO
 
@@ -212,7 +212,7 @@ def _registry_digest(name):
 @pytest.fixture()
 def summarizer_for(monkeypatch):
     """Build a GgufSummarizer for a registry entry without touching any weight file."""
-    from hss_gate.summarizers import gguf
+    from hss_gate.models.summarizers import gguf
 
     def build(name, **overrides):
         digest, style = _registry_digest(name)
@@ -228,7 +228,7 @@ def summarizer_for(monkeypatch):
 def test_chat_fingerprints_of_qwen_and_smollm2_are_pinned(summarizer_for):
     """The pinned wheel (requirements.lock) and settings give these fingerprints: a change
     here invalidates the production baseline, so it must be deliberate."""
-    from hss_gate.summarizers.gguf import gguf_fingerprint
+    from hss_gate.models.summarizers.gguf import gguf_fingerprint
 
     settings = GenerateSettings(**PINNED_GENERATE)
     for name, expected in (("qwen", QWEN_FP), ("smollm2", SMOLLM2_FP)):
@@ -243,7 +243,7 @@ def test_production_baseline_was_built_with_the_qwen_fingerprint():
 
 
 def test_completion_fingerprint_is_separate_and_tracks_its_template(summarizer_for, monkeypatch):
-    from hss_gate.summarizers import gguf
+    from hss_gate.models.summarizers import gguf
 
     gemma = summarizer_for("gemma3")
     head = f"gguf:a5fd3b62230aa5ec:{ENGINE}:t1:completion:"
@@ -263,14 +263,14 @@ def test_completion_fingerprint_is_separate_and_tracks_its_template(summarizer_f
 
 
 def test_the_engine_build_names_the_cpu_features_its_kernels_use():
-    from hss_gate.summarizers.gguf import cpu_features
+    from hss_gate.models.summarizers.gguf import cpu_features
 
     info = "CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 0 | FMA = 1 | OPENMP = 1 | "
     assert cpu_features(info) == ["sse3", "avx2", "fma", "openmp"]
 
 
 def test_a_restore_that_cannot_happen_says_which_part_differs():
-    from hss_gate.stored_run import fingerprint_difference
+    from hss_gate.scoring.stored_run import fingerprint_difference
 
     native = ENGINE.replace("avx2", "avx2+avx512")
     line = fingerprint_difference(QWEN_FP, QWEN_FP.replace(ENGINE, native))
@@ -283,14 +283,14 @@ def test_a_restore_that_cannot_happen_says_which_part_differs():
 
 
 def test_unknown_prompt_style_is_refused():
-    from hss_gate.summarizers.gguf import gguf_fingerprint
+    from hss_gate.models.summarizers.gguf import gguf_fingerprint
 
     with pytest.raises(ModelError, match="prompt style"):
         gguf_fingerprint("0" * 64, 1, GenerateSettings(), "fill-in")  # type: ignore[arg-type]
 
 
 def test_a_local_gguf_file_stays_chat_style(tmp_path):
-    from hss_gate.summarizers.gguf import resolve_gguf, resolve_gguf_model
+    from hss_gate.models.summarizers.gguf import resolve_gguf, resolve_gguf_model
 
     path = tmp_path / "mine.gguf"
     path.write_bytes(b"GGUF" + b"\0" * 60)
@@ -368,7 +368,7 @@ def test_a_continuation_that_opens_with_a_blank_line_is_resumed_after_it(summari
 
 
 def test_resumes_are_bounded(summarizer_for):
-    from hss_gate.summarizers.gguf import COMPLETION_RESUMES
+    from hss_gate.models.summarizers.gguf import COMPLETION_RESUMES
 
     gemma = summarizer_for("gemma3")
     gemma._server = server = BlankFirstServer(blanks=99)
@@ -395,7 +395,7 @@ class SlowServer(RecordingServer):
 
 
 def test_workers_run_separate_model_copies_and_keep_the_input_order(summarizer_for, monkeypatch):
-    from hss_gate.summarizers import gguf
+    from hss_gate.models.summarizers import gguf
 
     SlowServer.count = 0
     monkeypatch.setattr(gguf, "start_server", lambda *a, **k: SlowServer())

@@ -16,12 +16,12 @@ import pytest
 from scipy.stats import mannwhitneyu
 from typer.testing import CliRunner
 
-from hss_gate.inputs import load_corpus
-from hss_gate.monitor_rules import EXIT_CODES, attribution_window_test
-from hss_gate.runner import LocalRunner
-from hss_gate.samples import Sample, SampleStore
-from hss_gate.sentences import split_sentences
+from hss_gate.common.inputs import load_corpus
+from hss_gate.monitoring.rules import EXIT_CODES, attribution_window_test
+from hss_gate.monitoring.store import Sample, SampleStore
+from hss_gate.scoring.runner import LocalRunner
 from hss_gate.settings import HssSettings
+from hss_gate.text.sentences import split_sentences
 from hss_gate.workflows.monitor import MonitorRequest, run_monitor
 from tests.conftest import CORPUS, REPO
 from tests.reliability.test_bad_input import _fake_toolkit

@@ -17,9 +17,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from hss_gate.decision_report import FLAGGED_SHOWN, monitor_figures, monitor_html, monitor_markdown
-from hss_gate.decision_report.monitor_figures import draw_trend, trend_svg
-from hss_gate.trend_plot import trend_line, trend_points
+from hss_gate.decision.reports import FLAGGED_SHOWN, monitor_figures, monitor_html, monitor_markdown
+from hss_gate.decision.reports.monitor_figures import draw_trend, trend_svg
+from hss_gate.monitoring.trend import trend_line, trend_points
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit

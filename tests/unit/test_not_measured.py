@@ -14,21 +14,21 @@ import pytest
 from typer.testing import CliRunner
 
 from hss_gate import cli as cli_module
-from hss_gate import pipeline
-from hss_gate.cache import Cache
 from hss_gate.cli import app
-from hss_gate.corpus import Document
-from hss_gate.decision_rule import decide
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.errors import InputError
-from hss_gate.expectations import gate_expectations
-from hss_gate.inputs import load_normalization
-from hss_gate.paired_comparison import compare
-from hss_gate.pipeline import make_perturbations, score_documents
+from hss_gate.common.cache import Cache
+from hss_gate.common.errors import InputError
+from hss_gate.common.inputs import load_normalization
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.rule import decide
+from hss_gate.decision.suites import gate_expectations
+from hss_gate.models.embedding import HashingEmbedder
+from hss_gate.models.summarizers.stored import StoredSummarizer, pair_documents, perturbed_id
+from hss_gate.scoring import pipeline
+from hss_gate.scoring.pipeline import make_perturbations, score_documents
+from hss_gate.scoring.toolkit import Toolkit
 from hss_gate.settings import GateSettings, HssSettings, PerturbSettings
-from hss_gate.summarizers.stored import StoredSummarizer, pair_documents, perturbed_id
-from hss_gate.tables import HSS_DOCUMENT_COLUMNS
-from hss_gate.toolkit import Toolkit
+from hss_gate.signals.tables import HSS_DOCUMENT_COLUMNS
+from hss_gate.text.corpus import Document
 from hss_gate.workflows.gate_preparation import paired_documents
 from tests.conftest import REPO, FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
@@ -242,7 +242,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     monkeypatch.setenv("HSS_RUN__CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HSS_PERTURB__GAMMA", "0")
     monkeypatch.setenv("HSS_SCORE__BOOTSTRAP_RESAMPLES", "100")
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", _toolkit)
     for console in (cli_module.console, cli_module.out_console):
         monkeypatch.setattr(console, "_width", 1000)
     return CliRunner()

@@ -1,7 +1,8 @@
 """The packaged data and the settings layers outside a project (issue 34 item 1).
 
 The build step copies params.yaml, data/reference and data/baseline into the built package
-(setup.py, hss_gate/packaged.py); settings resolve options > HSS_* > ./params.yaml > the packaged
+(setup.py, hss_gate/common/packaged.py); settings resolve options > HSS_* > ./params.yaml > the
+packaged
 params.yaml; input paths the working folder lacks are read from the packaged copy; outside a
 project the assembled models go to the user's cache folder.
 """
@@ -14,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate import packaged, settings
-from hss_gate.errors import InputError
+from hss_gate import settings
+from hss_gate.common import packaged
+from hss_gate.common.errors import InputError
 from hss_gate.settings import load_settings, use_packaged_inputs
 
 pytestmark = pytest.mark.unit

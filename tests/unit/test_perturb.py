@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.perturb import apply_edits, find_candidates, match_case, perturb
+from hss_gate.models.embedding import HashingEmbedder
 from hss_gate.settings import PerturbSettings
+from hss_gate.text.perturb import apply_edits, find_candidates, match_case, perturb
 from tests.conftest import FakeLexicon, FakeTagger, FakeVectors
 
 pytestmark = pytest.mark.unit

@@ -2,16 +2,16 @@ import json
 
 import pytest
 
-from hss_gate.cache import Cache, content_key
-from hss_gate.corpus import Document
-from hss_gate.embedding import HashingEmbedder
-from hss_gate.inputs import load_normalization
-from hss_gate.io import write_json_atomic
-from hss_gate.normalization import compute_normalization
-from hss_gate.pipeline import score_documents, summarize_cached
+from hss_gate.common.cache import Cache, content_key
+from hss_gate.common.inputs import load_normalization
+from hss_gate.common.io import write_json_atomic
+from hss_gate.models.embedding import HashingEmbedder
+from hss_gate.models.summarizers.base import FakeSummarizer
+from hss_gate.scoring.normalization import compute_normalization
+from hss_gate.scoring.pipeline import score_documents, summarize_cached
+from hss_gate.scoring.toolkit import Toolkit
 from hss_gate.settings import HssSettings, PerturbSettings
-from hss_gate.summarizers.base import FakeSummarizer
-from hss_gate.toolkit import Toolkit
+from hss_gate.text.corpus import Document
 from tests.conftest import FakeChecker, FakeTagger
 from tests.unit.test_perturb import LEXICON, TEXT, VECTORS
 
@@ -110,7 +110,7 @@ def test_rerun_is_identical_and_generates_nothing(tmp_path):
 
 
 def test_a_document_cut_for_the_summarizer_is_perturbed_only_where_it_is_read(tmp_path):
-    from hss_gate.pipeline import make_perturbations
+    from hss_gate.scoring.pipeline import make_perturbations
     from hss_gate.settings import GenerateSettings
 
     head = " ".join([TEXT] * 4)  # the words the summarizer reads
@@ -137,7 +137,7 @@ def test_the_summaries_are_embedded_before_the_checker_runs(tmp_path):
     """The checker may embed through the same cache: the engine embeds the summaries' sentences
     first, in its own batch, so a cold run's vectors (and HSS) do not depend on the checker's
     batches."""
-    from hss_gate.sentences import split_sentences
+    from hss_gate.text.sentences import split_sentences
 
     events: list[tuple[str, list[str]]] = []
 

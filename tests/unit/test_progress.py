@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hss_gate.progress import PlainProgress, plain_progress
+from hss_gate.common.progress import PlainProgress, plain_progress
 
 pytestmark = pytest.mark.unit
 
@@ -66,7 +66,7 @@ def test_a_plan_of_steps_says_each_steps_summaries_and_the_time_left():
     """The gate's looks (hss_gate.workflows.gate_looks): each step's summarize stage is shown
     under the step's name, and `status` counts the summaries done of those planned, with the
     time left at the pace of the steps so far."""
-    from hss_gate.progress import PlanProgress
+    from hss_gate.common.progress import PlanProgress
 
     lines: list[str] = []
     clock = Clock()
@@ -98,7 +98,7 @@ def test_a_plan_of_steps_says_each_steps_summaries_and_the_time_left():
 def test_the_gate_says_the_look_the_summaries_done_and_the_time_left(tmp_path, monkeypatch):
     """The quickstart's plain log: a line at every look with the documents, the summaries done
     of those planned and the time left, and the progress lines of each look's summaries."""
-    from hss_gate.progress import PlainProgress
+    from hss_gate.common.progress import PlainProgress
     from hss_gate.settings import load_settings
     from hss_gate.workflows import gate_looks
     from hss_gate.workflows.gate import GateRequest, Where, prepare
@@ -108,9 +108,9 @@ def test_the_gate_says_the_look_the_summaries_done_and_the_time_left(tmp_path, m
     from tests.unit.test_facts_first import continuing_looks
 
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr("hss_gate.toolkit.real_toolkit", _fake_toolkit)
+    monkeypatch.setattr("hss_gate.scoring.toolkit.real_toolkit", _fake_toolkit)
     continuing_looks(monkeypatch)
-    from hss_gate.runner import LocalRunner
+    from hss_gate.scoring.runner import LocalRunner
 
     settings = load_settings(
         REPO / "params.yaml",

@@ -21,8 +21,8 @@ import pytest
 import yaml
 from matplotlib.figure import Figure
 
-from hss_gate.decision_record import Decision
-from hss_gate.decision_report import (
+from hss_gate.decision.record import Decision
+from hss_gate.decision.reports import (
     decision_html,
     decision_junit,
     decision_markdown,
@@ -34,8 +34,8 @@ from hss_gate.decision_report import (
     paired_documents,
     pull_request_comment,
 )
-from hss_gate.decision_report.markdown import REPORT_ARTIFACT
-from hss_gate.severity import bootstrap_ci, paired_bootstrap_ci
+from hss_gate.decision.reports.markdown import REPORT_ARTIFACT
+from hss_gate.scoring.severity import bootstrap_ci, paired_bootstrap_ci
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit
@@ -350,7 +350,7 @@ def test_without_documents_the_page_keeps_the_plain_category_table_and_the_looks
 
 
 def test_an_error_decision_renders_without_pictures():
-    from hss_gate.decision_record import error_decision
+    from hss_gate.decision.record import error_decision
 
     page = decision_html(error_decision("boom", candidate="c", production="p"))
     assert "<svg" not in page

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from hss_gate.errors import InputError, StoreError
-from hss_gate.samples import (
-    IngestReport,
+from hss_gate.common.errors import InputError, StoreError
+from hss_gate.monitoring.store import (
+    IngestOutcome,
     MonitorRun,
     RowError,
     Sample,
@@ -276,7 +276,7 @@ class StoreBehaviours:
         samples = [sample("a", 0), sample("b", 1, summary="S", category="unspecified")]
         with SampleStore(store_url) as store:
             assert store.count() == 0
-            assert store.ingest(samples) == IngestReport(added=2, duplicates=0)
+            assert store.ingest(samples) == IngestOutcome(added=2, duplicates=0)
             assert store.count() == 2
             got = store.recent(10)
         assert got == samples[::-1]  # newest first, every field equal
@@ -291,12 +291,12 @@ class StoreBehaviours:
         with SampleStore(store_url) as store:
             store.ingest([sample("a"), sample("b", 1)])
             report = store.ingest([sample("a", summary="changed"), sample("c", 2), sample("c", 3)])
-            assert report == IngestReport(added=1, duplicates=2)
+            assert report == IngestOutcome(added=1, duplicates=2)
             assert store.count() == 3
             by_id = {s.sample_id: s for s in store.recent(10)}
         assert by_id["a"].summary == ""  # not overwritten
         assert by_id["c"].timestamp == T0 + timedelta(minutes=2)  # the first of the batch
-        assert SampleStore(store_url).ingest([]) == IngestReport(added=0, duplicates=0)
+        assert SampleStore(store_url).ingest([]) == IngestOutcome(added=0, duplicates=0)
 
     def test_ingest_is_all_or_nothing(self, store_url):
         with SampleStore(store_url) as store:
@@ -386,8 +386,8 @@ class StoreBehaviours:
             INJECTION, document="Robert'); DROP TABLE samples;-- \"; --", model_id=INJECTION
         )
         with SampleStore(store_url) as store:
-            assert store.ingest([nasty]) == IngestReport(added=1, duplicates=0)
-            assert store.ingest([nasty]) == IngestReport(added=0, duplicates=1)
+            assert store.ingest([nasty]) == IngestOutcome(added=1, duplicates=0)
+            assert store.ingest([nasty]) == IngestOutcome(added=0, duplicates=1)
             assert store.recent(5, model_id=INJECTION) == [nasty]
             assert store.recent(5, model_id="x' OR '1'='1") == []
         with SampleStore(store_url) as store:  # the table is still there
@@ -403,10 +403,10 @@ class StoreBehaviours:
         with SampleStore(store_url) as store:
             assert store.count() == 0
         report, errors = ingest_file(path, store_url, skip_bad=True)
-        assert report == IngestReport(added=2, duplicates=0)
+        assert report == IngestOutcome(added=2, duplicates=0)
         assert lines_of(errors) == [3] and "timestamp" in errors[0].message
         report, _ = ingest_file(path, store_url, skip_bad=True)
-        assert report == IngestReport(added=0, duplicates=2)
+        assert report == IngestOutcome(added=0, duplicates=2)
         with SampleStore(store_url) as store:
             assert sorted(s.sample_id for s in store.recent(10)) == ["a", "b"]
 
@@ -488,9 +488,9 @@ def _summaries_world(tmp_path):
 
 
 def test_summaries_file_joins_its_corpus_by_doc_id(tmp_path):
-    from hss_gate.corpus import UNCATEGORIZED
-    from hss_gate.inputs import load_corpus
-    from hss_gate.samples import from_summaries
+    from hss_gate.common.inputs import load_corpus
+    from hss_gate.monitoring.store import from_summaries
+    from hss_gate.text.corpus import UNCATEGORIZED
 
     docs, summaries = _summaries_world(tmp_path)
     documents = {d.doc_id: d for d in load_corpus(docs)}
@@ -509,7 +509,7 @@ def test_summaries_file_joins_its_corpus_by_doc_id(tmp_path):
 
 
 def test_summaries_file_faults_name_their_line(tmp_path):
-    from hss_gate.samples import from_summaries
+    from hss_gate.monitoring.store import from_summaries
 
     docs = {"d0": type("Doc", (), {"text": "A text.", "category": "news"})()}
     path = tmp_path / "s.jsonl"

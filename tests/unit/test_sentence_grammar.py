@@ -1,4 +1,4 @@
-"""The sentence limit's GBNF grammar (hss_gate.summarizers.base.sentences_grammar): which
+"""The sentence limit's GBNF grammar (hss_gate.models.summarizers.base.sentences_grammar): which
 texts each version lets a model write, read from the grammar text itself.
 
 The grammar is regular (no rule refers to itself), so the test turns its text into a Python
@@ -13,14 +13,14 @@ import re
 
 import pytest
 
-from hss_gate.settings import GenerateSettings
-from hss_gate.summarizers.base import (
+from hss_gate.models.summarizers.base import (
     SENTENCE_RULE,
     SENTENCE_RULE_V2,
     engine_fields,
     generation_key,
     sentences_grammar,
 )
+from hss_gate.settings import GenerateSettings
 
 pytestmark = pytest.mark.unit
 

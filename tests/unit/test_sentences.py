@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hss_gate.sentences import ends_mid_sentence, split_sentences
+from hss_gate.text.sentences import ends_mid_sentence, split_sentences
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from hss_gate.decision_rule import look_verdict
-from hss_gate.paired_comparison import compare
-from hss_gate.sequential import look_confidence, look_levels, look_sizes, stratified_order
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.rule import look_verdict
+from hss_gate.decision.sequential import look_confidence, look_levels, look_sizes, stratified_order
 from hss_gate.settings import GateSettings
 
 pytestmark = pytest.mark.unit
@@ -141,7 +141,7 @@ def test_an_absolute_share_blocks_only_at_the_last_look_and_form_is_advisory():
 
 
 def test_configured_looks_fit_the_corpus_and_say_what_changed():
-    from hss_gate.sequential import look_plan
+    from hss_gate.decision.sequential import look_plan
 
     assert look_plan(48, 12, None).sizes == look_sizes(48, 12) == [12, 24, 48]
     assert look_plan(48, 12, [24, 48]) == look_plan(48, 12, [24, 48], full=False)
@@ -158,7 +158,7 @@ def test_configured_looks_fit_the_corpus_and_say_what_changed():
 
 @pytest.mark.parametrize("spending", ["bonferroni", "pocock", "obrien-fleming"])
 def test_every_spending_spends_alpha_once_over_the_planned_looks(spending):
-    from hss_gate.sequential import look_levels
+    from hss_gate.decision.sequential import look_levels
 
     sizes = [12, 24, 36, 48]
     levels = look_levels(0.95, sizes, spending)
@@ -177,7 +177,7 @@ def test_the_spending_functions_match_lan_demets():
     2 - 2 Phi(z_{0.975} / sqrt t), Pocock's alpha ln(1 + (e - 1) t)."""
     from scipy.stats import norm
 
-    from hss_gate.sequential import look_levels, spent
+    from hss_gate.decision.sequential import look_levels, spent
 
     for t in (0.25, 0.5, 0.75, 1.0):
         expected = 2 - 2 * norm.cdf(norm.ppf(0.975) / np.sqrt(t))
@@ -188,7 +188,7 @@ def test_the_spending_functions_match_lan_demets():
 
 
 def test_the_hss_documents_and_what_the_decision_says_of_them():
-    from hss_gate.sequential import hss_plan
+    from hss_gate.decision.sequential import hss_plan
 
     default = hss_plan("first_look", False, [12, 24, 36, 48], 48, 12)
     assert (default.documents, default.every) == (12, False)
@@ -215,7 +215,7 @@ def test_the_hss_documents_and_what_the_decision_says_of_them():
 
 
 def test_hss_that_blocks_cannot_be_set_on_a_subset(tmp_path):
-    from hss_gate.errors import InputError
+    from hss_gate.common.errors import InputError
     from hss_gate.settings import load_settings
 
     params = tmp_path / "params.yaml"

@@ -1,7 +1,12 @@
 import numpy as np
 import pytest
 
-from hss_gate.severity import bootstrap_ci, paired_bootstrap_ci, percentile_constant, severity
+from hss_gate.scoring.severity import (
+    bootstrap_ci,
+    paired_bootstrap_ci,
+    percentile_constant,
+    severity,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
 """The signal contract (issue 36, step 1): every registered signal's declarations name real
 columns and settings, and the workflows name no signal column themselves: they iterate over
-the registry (hss_gate.summary_signals). The rules and renderers still name some: their count
+the registry (hss_gate.signals). The rules and renderers still name some: their count
 per module may only fall."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate import summary_signals, tables
+from hss_gate import signals as summary_signals
 from hss_gate.settings import GateSettings
+from hss_gate.signals import tables
 
 pytestmark = pytest.mark.unit
 
@@ -23,19 +24,12 @@ SIGNAL_ONLY = {"hss_raw", "hss_aware", "consistency_drop_mean", "attribution_ins
 """Documents columns that are signals without a prefix (`hss` itself is also the name of the
 signal, a check kind and a finding signal: not told apart here)."""
 
-# modules (relative to hss_gate/) that still name signal columns, and how many times: the
-# count may only fall (the issue's end state is none outside tables.py and summary_signals/)
-STILL_NAMING = {
-    "gate_checks.py": 4,
-    "monitor_rules.py": 23,
-    "sequential.py": 2,
-    "baseline_metrics.py": 8,
-    "report.py": 6,
-    "trend_plot.py": 1,
-    "decision_report/sections.py": 8,
-    "decision_report/html_page.py": 3,
-    "decision_report/markdown.py": 1,
-}
+# how many signal column names the modules outside hss_gate/signals/ (the one table module and
+# the signals' own declarations) still write as string literals, all modules counted: the
+# number may only fall (2026-12-06: 102, most in monitoring/rules.py and scoring/pipeline.py).
+# One sum over every module, so that a module that moves or is renamed keeps its count.
+STILL_NAMED = 102
+DECLARING = PACKAGE / "signals"
 
 
 def _signal_column(text: str) -> bool:
@@ -79,18 +73,23 @@ def test_the_workflows_name_no_signal_column():
 
 
 def test_the_decision_rule_and_the_paired_comparison_name_no_signal_column():
-    assert _named_columns(PACKAGE / "decision_rule.py") == []
-    assert _named_columns(PACKAGE / "paired_comparison.py") == []
+    assert _named_columns(PACKAGE / "decision" / "rule.py") == []
+    assert _named_columns(PACKAGE / "decision" / "paired_comparison.py") == []
 
 
-def test_the_modules_that_still_name_columns_name_no_more_than_before():
-    assert all((PACKAGE / module).exists() for module in STILL_NAMING)  # renamed: follow it
-    grown = {
-        module: (len(found), budget)
-        for module, budget in STILL_NAMING.items()
-        if len(found := _named_columns(PACKAGE / module)) > budget
+def named_outside_the_signals() -> dict[str, int]:
+    """Module (relative to hss_gate/) -> how many signal column literals it writes."""
+    return {
+        path.relative_to(PACKAGE).as_posix(): len(found)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if DECLARING not in path.parents and (found := _named_columns(path))
     }
-    assert grown == {}
+
+
+def test_the_modules_outside_the_signals_name_no_more_columns_than_before():
+    named = named_outside_the_signals()
+    assert len(named) > 3  # every module read, not an empty glob
+    assert sum(named.values()) <= STILL_NAMED, named
 
 
 def test_every_declaration_names_a_real_column_or_setting():

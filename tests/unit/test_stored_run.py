@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from hss_gate.cache import Cache
-from hss_gate.corpus import Document
-from hss_gate.generation import summary_key
-from hss_gate.io import write_json_atomic, write_jsonl_atomic
-from hss_gate.perturb import apply_edits
-from hss_gate.stored_run import load_stored_run, seed_summaries
+from hss_gate.common.cache import Cache
+from hss_gate.common.io import write_json_atomic, write_jsonl_atomic
+from hss_gate.scoring.generation import summary_key
+from hss_gate.scoring.stored_run import load_stored_run, seed_summaries
+from hss_gate.text.corpus import Document
+from hss_gate.text.perturb import apply_edits
 
 pytestmark = pytest.mark.unit
 
@@ -70,9 +70,9 @@ def test_edits_rebuild_the_perturbed_text(run_dir):
 def test_perturbations_are_restored_only_for_the_same_settings_and_models(run_dir, tmp_path):
     import json
 
-    from hss_gate.pipeline import perturbation_key
+    from hss_gate.scoring.pipeline import perturbation_key
+    from hss_gate.scoring.stored_run import seed_perturbations
     from hss_gate.settings import HssSettings, PerturbSettings
-    from hss_gate.stored_run import seed_perturbations
 
     settings = HssSettings(perturb=PerturbSettings(strengths={"low": (0.02, 0.5)}, k=1))
     write_json_atomic(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hss_gate.errors import InputError, ModelError
-from hss_gate.summarizers.stored import (
+from hss_gate.common.errors import InputError, ModelError
+from hss_gate.models.summarizers.stored import (
     MissingSummaryError,
     StoredSummarizer,
     SummariesSource,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hss_gate.summary_checks import LengthPolicy, flag_shares, summary_flags
+from hss_gate.signals.summary_flags import LengthPolicy, flag_shares, summary_flags
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,5 @@
-"""The score tables' columns are declared once (hss_gate/tables.py): what the pipeline writes,
+"""The score tables' columns are declared once (hss_gate/signals/tables.py): what the pipeline
+writes,
 what the settings and the checks name, and the declarations agree."""
 
 from __future__ import annotations
@@ -11,17 +12,19 @@ from types import SimpleNamespace
 
 import pytest
 
-from hss_gate import expectations, table_rows, tables
-from hss_gate.cache import Cache
-from hss_gate.monitor_rules import live_summary_signals
-from hss_gate.normalization import compute_normalization
-from hss_gate.paired_comparison import compare
-from hss_gate.pipeline import ScoreResult, score_documents
-from hss_gate.report import write_outputs
+from hss_gate.common.cache import Cache
+from hss_gate.decision import suites as expectations
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.models.summarizers.base import FakeSummarizer
+from hss_gate.monitoring.rules import live_summary_signals
+from hss_gate.scoring.normalization import compute_normalization
+from hss_gate.scoring.pipeline import ScoreResult, score_documents
+from hss_gate.scoring.run_files import write_outputs
 from hss_gate.settings import GateSettings, MonitorSettings, PerturbSettings
-from hss_gate.summarizers.base import FakeSummarizer
-from hss_gate.summary_checks import FLAGS, LengthPolicy
-from hss_gate.tables import (
+from hss_gate.signals import row_builders as table_rows
+from hss_gate.signals import tables
+from hss_gate.signals.summary_flags import FLAGS, LengthPolicy
+from hss_gate.signals.tables import (
     DOCUMENT_COLUMNS,
     EDIT_COLUMNS,
     PERTURBATION_COLUMNS,
@@ -34,7 +37,7 @@ from tests.unit.test_pipeline_fakes import DOCS, _settings, _toolkit
 
 pytestmark = pytest.mark.unit
 
-PACKAGE = Path(tables.__file__).resolve().parent
+PACKAGE = Path(tables.__file__).resolve().parents[1]
 
 
 def _scored(tmp_path: Path, normalized: bool) -> ScoreResult:
@@ -114,7 +117,7 @@ SETTING_COLUMNS: dict[str, list[str]] = {
     # metrics.pairing, hss_gate/workflows/gate.py): no score column
     "gate.max_dropped_share": [],
     "monitor.margin": ["hss"],
-    # the served-summary table (live_*, hss_gate/monitor_rules.py) is not a score table
+    # the served-summary table (live_*, hss_gate/monitoring/rules.py) is not a score table
     "monitor.served_margin": [],
     "monitor.served_unsupported_margin": [],
     "monitor.max_current_window": [],  # a count of samples, not a column's threshold
@@ -126,10 +129,9 @@ def _is_threshold(name: str) -> bool:
 
 
 def _producer_exists(producer: str) -> bool:
-    return any(
-        (root / f"{producer}.py").is_file() or (root / producer / "__init__.py").is_file()
-        for root in (PACKAGE, PACKAGE / "research")
-    )
+    """A producer is a module path under hss_gate/ (`text.corpus`, `signals`)."""
+    path = PACKAGE.joinpath(*producer.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def _check_column(name: str) -> str | None:

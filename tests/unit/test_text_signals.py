@@ -1,8 +1,8 @@
 import pytest
 
-from hss_gate.restore import restore_swaps
-from hss_gate.sentences import ends_mid_sentence, split_sentences
-from hss_gate.signals import novel_ngram_share, unsupported_mentions, unsupported_share
+from hss_gate.text.mentions import novel_ngram_share, unsupported_mentions, unsupported_share
+from hss_gate.text.sentences import ends_mid_sentence, split_sentences
+from hss_gate.text.swap_back import swap_back
 
 pytestmark = pytest.mark.unit
 
@@ -45,14 +45,14 @@ def test_novel_ngram_share_zero_for_copy_one_for_rewrite():
 def test_restore_swaps_maps_back_with_case():
     source = "The rapid rise worried residents."
     summary = "Swift growth worried locals. The swift rise was noted."
-    restored = restore_swaps(summary, [("rapid", "swift"), ("residents", "locals")], source)
+    restored = swap_back(summary, [("rapid", "swift"), ("residents", "locals")], source)
     assert restored == "Rapid growth worried residents. The rapid rise was noted."
 
 
 def test_restore_skips_replacements_that_the_source_also_uses():
     source = "A swift decision by rapid officials."
     summary = "A swift decision."
-    assert restore_swaps(summary, [("rapid", "swift")], source) == summary
+    assert swap_back(summary, [("rapid", "swift")], source) == summary
 
 
 def test_a_name_is_supported_by_its_possessive_form():

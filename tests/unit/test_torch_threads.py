@@ -1,4 +1,4 @@
-"""Torch's threads while in-process generation keeps the cores busy (hss_gate.embedding)."""
+"""Torch's threads while in-process generation keeps the cores busy (hss_gate.models.embedding)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from hss_gate import embedding
-from hss_gate.pipeline import _cores_left
+from hss_gate.models import embedding
+from hss_gate.scoring.pipeline import _cores_left
 
 pytestmark = pytest.mark.unit
 

@@ -11,18 +11,18 @@ from types import SimpleNamespace
 
 import pytest
 
-from hss_gate import tables
-from hss_gate.cache import Cache, content_key
+from hss_gate.common.cache import Cache, content_key
 from hss_gate.consistency.invented import InventedChecker
 from hss_gate.consistency.novelty import unsupported_words
 from hss_gate.consistency.verdict import Unsupported, Verdict
-from hss_gate.decision_report import LEGEND, decision_html, monitor_html, moved_most
-from hss_gate.decision_rule import decide
-from hss_gate.monitor_rules import live_summary_signals, sample_rows
-from hss_gate.paired_comparison import compare
-from hss_gate.pipeline import verdicts_cached
+from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.reports import LEGEND, decision_html, monitor_html, moved_most
+from hss_gate.decision.rule import decide
+from hss_gate.monitoring.rules import live_summary_signals, sample_rows
+from hss_gate.scoring.pipeline import verdicts_cached
 from hss_gate.settings import GateSettings
-from hss_gate.summary_checks import LengthPolicy
+from hss_gate.signals import tables
+from hss_gate.signals.summary_flags import LengthPolicy
 from tests.conftest import FakeChecker
 from tests.unit.test_invented_checker import _rank, _weights
 
@@ -223,8 +223,8 @@ def test_monitor_html_reads_old_two_element_evidence() -> None:
 
 
 def test_the_scoring_run_writes_the_words_into_the_documents_table(tmp_path) -> None:
-    from hss_gate.pipeline import score_documents
-    from hss_gate.summarizers.base import FakeSummarizer
+    from hss_gate.models.summarizers.base import FakeSummarizer
+    from hss_gate.scoring.pipeline import score_documents
     from tests.unit.test_pipeline_fakes import DOCS, _settings, _toolkit
 
     summarizer = FakeSummarizer(inject=INVENTED)

@@ -8,24 +8,24 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hss_gate.errors import InputError
-from hss_gate.monitor_rules import (
+from hss_gate.common.errors import InputError
+from hss_gate.monitoring.rules import (
     EXIT_CODES,
     WINDOW_COLUMNS,
     blocking_signal_values,
+    compare_blocking_windows,
+    compare_reported_windows,
     mann_whitney,
     one_sided_fisher,
     previous_current_last,
     reported_test_notes,
-    reported_window_tests,
     window_distributions,
     window_reasons,
     window_signal_values,
-    window_tests,
 )
-from hss_gate.samples import Sample, SampleStore
+from hss_gate.monitoring.store import Sample, SampleStore
 from hss_gate.settings import MonitorSettings
-from hss_gate.tables import SERVED_COLUMNS
+from hss_gate.signals.tables import SERVED_COLUMNS
 from hss_gate.workflows.monitor_windows import own_reference
 
 pytestmark = pytest.mark.unit
@@ -56,7 +56,7 @@ def test_window_tests_flag_only_the_signal_that_got_worse():
         "live_any_unsupported": [1.0] * 10 + [0.0] * 90,
     }
     current = {"live_low_consistency": [1.0] * 12 + [0.0] * 8, "live_any_unsupported": [0.0] * 20}
-    tests = window_tests(reference, current, alpha=0.005)
+    tests = compare_blocking_windows(reference, current, alpha=0.005)
     by = {t["signal"]: t for t in tests}
     assert [t["signal"] for t in tests] == ["live_low_consistency", "live_any_unsupported"]
     assert all(t["blocking"] and t["test"] == "fisher" for t in tests)
@@ -68,7 +68,7 @@ def test_window_tests_flag_only_the_signal_that_got_worse():
     assert "0.100 (n=100) to 0.600 (n=20)" in reason and "< alpha 0.005" in reason
     # the same rise at a stricter alpha than its p-value is not called
     p = by["live_low_consistency"]["p_value"]
-    assert not any(t["worse"] for t in window_tests(reference, current, alpha=p / 2))
+    assert not any(t["worse"] for t in compare_blocking_windows(reference, current, alpha=p / 2))
 
 
 DEFAULT_VALUE = {"float": 0.5, "bool": False, "int": 30, "str": "", "json": "[]"}
@@ -133,7 +133,9 @@ def _mixed(n: int, column: str, low: float, high: float) -> dict:
 def test_reported_tests_see_longer_and_rewritten_windows_without_blocking():
     reference = _mixed(100, "live_n_words", 20, 40)
     longer = _mixed(20, "live_n_words", 60, 90)
-    tests = window_tests(reference, longer, 0.001) + reported_window_tests(reference, longer, 0.01)
+    tests = compare_blocking_windows(reference, longer, 0.001) + compare_reported_windows(
+        reference, longer, 0.01
+    )
     by = {t["signal"]: t for t in tests}
     assert by["live_n_words"]["worse"] and not by["live_n_words"]["blocking"]
     assert by["live_n_words"]["alternative"] == "two-sided"
@@ -142,10 +144,10 @@ def test_reported_tests_see_longer_and_rewritten_windows_without_blocking():
     assert window_reasons(tests) == []  # reported, not blocking
     (note,) = reported_test_notes(tests)
     assert note.startswith("reported (not blocking): length (words) changed")
-    shorter = reported_window_tests(reference, _mixed(20, "live_n_words", 2, 8), 0.01)
+    shorter = compare_reported_windows(reference, _mixed(20, "live_n_words", 2, 8), 0.01)
     assert next(t for t in shorter if t["signal"] == "live_n_words")["worse"]  # either way
     # rewriting
-    rewritten = reported_window_tests(
+    rewritten = compare_reported_windows(
         _mixed(100, "live_novel_ngram_share", 0.0, 0.3),
         _mixed(20, "live_novel_ngram_share", 0.6, 0.9),
         0.01,
@@ -155,12 +157,12 @@ def test_reported_tests_see_longer_and_rewritten_windows_without_blocking():
 
 def test_reported_consistency_and_flags_are_one_sided():
     reference = _mixed(100, "live_consistency", 0.5, 0.9)
-    lower = reported_window_tests(reference, _mixed(20, "live_consistency", 0.1, 0.4), 0.01)
-    higher = reported_window_tests(reference, _mixed(20, "live_consistency", 0.91, 0.99), 0.01)
+    lower = compare_reported_windows(reference, _mixed(20, "live_consistency", 0.1, 0.4), 0.01)
+    higher = compare_reported_windows(reference, _mixed(20, "live_consistency", 0.91, 0.99), 0.01)
     assert next(t for t in lower if t["signal"] == "live_consistency")["worse"]
     assert not next(t for t in higher if t["signal"] == "live_consistency")["worse"]
-    cut = reported_window_tests(_values(100), _values(20, live_truncated=True), 0.01)
-    fixed = reported_window_tests(_values(100, live_truncated=True), _values(20), 0.01)
+    cut = compare_reported_windows(_values(100), _values(20, live_truncated=True), 0.01)
+    fixed = compare_reported_windows(_values(100, live_truncated=True), _values(20), 0.01)
     assert [t["signal"] for t in cut if t["worse"]] == ["live_truncated"]
     assert not any(t["worse"] for t in fixed)  # fewer cut summaries is no finding
     by = {t["signal"]: t for t in cut}
@@ -174,7 +176,7 @@ def test_reported_consistency_and_flags_are_one_sided():
 def test_reported_tests_leave_missing_values_out():
     reference = _values(10)
     reference["live_novel_ngram_share"] = [None] * 10
-    tests = reported_window_tests(reference, _values(5), 0.01)
+    tests = compare_reported_windows(reference, _values(5), 0.01)
     assert "live_novel_ngram_share" not in {t["signal"] for t in tests}
     assert {t["signal"] for t in tests} >= {"live_consistency", "live_n_words"}
 

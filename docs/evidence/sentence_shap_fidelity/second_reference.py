@@ -1,11 +1,11 @@
 import json, sys, time
-from hss_gate.inputs import load_corpus
+from hss_gate.common.inputs import load_corpus
 from hss_gate.research.likelihood import load_scorer
 from hss_gate.research.sentence_attribution import agreement
-from hss_gate.sentence_explainer import SentenceAttributionSettings, explain_sentences
+from hss_gate.models.sentence_explainer import SentenceAttributionSettings, explain_sentences
 from hss_gate.research.sentence_fidelity import SELF_SEED
 from hss_gate.settings import load_settings
-from hss_gate.summarizers import load_summarizer
+from hss_gate.models.summarizers import load_summarizer
 src = sys.argv[1]
 r = json.load(open(src)); row = r["per_document"][0]
 s = load_settings("params.yaml")

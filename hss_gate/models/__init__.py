@@ -1,0 +1,2 @@
+"""The models behind small protocols (embedder, spaCy, summarizers, likelihood, sentence explainer)
+and the store of their pinned weights."""

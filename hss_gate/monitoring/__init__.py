@@ -1,0 +1,2 @@
+"""Monitoring live traffic: the sample store, sample files, windows' rules, drift, alerts and the
+trend."""
