@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from hss_gate.decision.rule import check_blocks, enough_documents
+from hss_gate.signals import relative_bounds
 from hss_gate.signals.summary_flags import FLAG_REASONS, FLAGS
 
 if TYPE_CHECKING:
@@ -113,6 +114,15 @@ def _mean_at_most(
 ) -> Check:
     """The mean of a documents column at most `high`."""
     return _check(gate, DOCUMENTS, name, code, text, column=column, high=high)
+
+
+def _facts_bound_check(gate: GateSettings, setting: str) -> Check:
+    """The check a registered signal's `RelativeBound` on `setting` declares: its column's
+    mean at most the setting's value."""
+    bound = next(b for b in relative_bounds() if b.setting == setting)
+    high = float(getattr(gate, setting))
+    text = f"{bound.text} <= {_fmt(high)}"
+    return _mean_at_most(gate, bound.check, bound.code, bound.column, high, text)
 
 
 def column_checks(gate: GateSettings, table: str, columns: Mapping[str, ColumnRule]) -> list[Check]:
@@ -246,15 +256,7 @@ def severity_checks(gate: GateSettings, optional_columns: Collection[str] = ()) 
             high=g.severity_level,
             max_share=g.max_share_above,
         ),
-        _mean_at_most(
-            g,
-            "mean_unsupported_share",
-            "facts.mean_unsupported_share",
-            "base_unsupported_share",
-            g.max_unsupported_share,
-            "mean share of summary entities/numbers not in the source <= "
-            f"{_fmt(g.max_unsupported_share)}",
-        ),
+        _facts_bound_check(g, "max_unsupported_share"),
         _mean_at_most(
             g,
             "truncated_share",
@@ -276,17 +278,7 @@ def severity_checks(gate: GateSettings, optional_columns: Collection[str] = ()) 
                 f"mean attribution instability <= {_fmt(bound)}",
             )
         )
-    checks.append(
-        _mean_at_most(
-            g,
-            "low_consistency_share",
-            "facts.low_consistency_share",
-            "base_low_consistency",
-            g.max_low_consistency_share,
-            "share of summaries the consistency checker finds unsupported <= "
-            f"{_fmt(g.max_low_consistency_share)}",
-        )
-    )
+    checks.append(_facts_bound_check(g, "max_low_consistency_share"))
     return checks + flag_checks(g, "base_")
 
 

@@ -10,12 +10,11 @@ from typing import Any
 from hss_gate.common.errors import InputError
 from hss_gate.consistency.verdict import Verdict
 from hss_gate.scoring.severity import bootstrap_ci, difference_bootstrap_ci
-from hss_gate.signals import computed_values, declared_window_tests
-from hss_gate.signals.summary_flags import LengthPolicy, summary_flags
-from hss_gate.signals.tables import unsupported_cell, unsupported_evidence
+from hss_gate.signals import declared_window_tests
+from hss_gate.signals.summary_flags import LengthPolicy
+from hss_gate.signals.summary_values import summary_values
+from hss_gate.signals.tables import SERVED_COLUMNS, names, unsupported_evidence
 from hss_gate.text.corpus import Document
-from hss_gate.text.mentions import novel_ngram_share, unsupported_mentions, unsupported_share
-from hss_gate.text.sentences import ends_mid_sentence
 
 EXIT_CODES = {"healthy": 0, "unhealthy": 1, "error": 2, "insufficient_data": 3}
 
@@ -38,26 +37,19 @@ def live_summary_signals(
     policy: LengthPolicy,
     threshold: float,
 ) -> list[dict[str, Any]]:
-    """Signals of the summaries production actually served: the checker's consistency and
-    unsupported sentences, entity support, rewriting, cuts and whether they summarize."""
-    return [
-        {
-            "doc_id": s.sample_id,
-            "model_id": s.model_id,
-            "timestamp": s.timestamp.isoformat(),
-            "live_consistency": v.consistency,
-            "live_low_consistency": v.consistency < threshold,
-            "live_unsupported_sentences": unsupported_cell(v.unsupported),
-            "live_unsupported_share": unsupported_share(m, s.document),
-            "live_unsupported": "; ".join(unsupported_mentions(m, s.document)),
-            "live_novel_ngram_share": novel_ngram_share(s.summary, s.document, ngram),
-            "live_truncated": ends_mid_sentence(s.summary),
-            "live_n_words": len(s.summary.split()),
-            **{f"live_{k}": val for k, val in summary_flags(s.summary, s.document, policy).items()},
-            **{f"live_{k}": val for k, val in computed_values(s.summary, s.document).items()},
-        }
-        for s, m, v in zip(samples, mentions, verdicts, strict=True)
-    ]
+    """Signals of the summaries production actually served (the served table's columns of
+    hss_gate.signals.summary_values): the checker's consistency and unsupported sentences,
+    entity support, rewriting, cuts and whether they summarize."""
+    served = [c.removeprefix("live_") for c in names(SERVED_COLUMNS) if c.startswith("live_")]
+    rows = []
+    for s, m, v in zip(samples, mentions, verdicts, strict=True):
+        values = summary_values(
+            s.summary, s.document, v, m, ngram=ngram, policy=policy, threshold=threshold
+        )
+        when = s.timestamp.isoformat()
+        served_by = {"doc_id": s.sample_id, "model_id": s.model_id, "timestamp": when}
+        rows.append(served_by | {f"live_{name}": values[name] for name in served})
+    return rows
 
 
 # served-summary signals compared with the production reference: (live column, reference

@@ -17,12 +17,13 @@ from hss_gate.scoring.distance import wasserstein
 from hss_gate.scoring.normalization import Normalization
 from hss_gate.scoring.severity import severity
 from hss_gate.settings import HssSettings
-from hss_gate.signals import computed_values, row_builders, tables
-from hss_gate.signals.summary_flags import LengthPolicy, summary_flags
+from hss_gate.signals import row_builders
+from hss_gate.signals.summary_flags import LengthPolicy
+from hss_gate.signals.summary_values import summary_values
 from hss_gate.text.corpus import Document
-from hss_gate.text.mentions import novel_ngram_share, unsupported_mentions, unsupported_share
+from hss_gate.text.mentions import unsupported_mentions, unsupported_share
 from hss_gate.text.perturb import Perturbation
-from hss_gate.text.sentences import ends_mid_sentence, split_sentences
+from hss_gate.text.sentences import split_sentences
 
 
 @dataclass(frozen=True)
@@ -99,23 +100,20 @@ class Rules:
 def summary_signals(
     summary: str, source: str, verdict: Verdict, measures: Measures, rules: Rules
 ) -> dict[str, Any]:
-    """A summary's signals against `source`, the text its summarizer was given."""
-    mentions = measures.mentions[summary]
-    return row_builders.signal_values(
-        unsupported_share=round(unsupported_share(mentions, source), 6),
-        unsupported="; ".join(unsupported_mentions(mentions, source)),
-        novel_ngram_share=round(novel_ngram_share(summary, source, rules.ngram), 6),
-        truncated=ends_mid_sentence(summary),
-        empty=not summary.strip(),
-        n_sentences=len(split_sentences(summary)),
-        n_words=len(summary.split()),
-        **summary_flags(summary, source, rules.policy),
-        consistency=verdict.consistency,
-        mean_support=verdict.support,
-        low_consistency=verdict.consistency < rules.threshold,
-        unsupported_sentences=tables.unsupported_cell(verdict.unsupported),
-        **computed_values(summary, source),
+    """A summary's signals against `source`, the text its summarizer was given (the score
+    tables keep six digits of the two shares)."""
+    values = summary_values(
+        summary,
+        source,
+        verdict,
+        measures.mentions[summary],
+        ngram=rules.ngram,
+        policy=rules.policy,
+        threshold=rules.threshold,
     )
+    for share in ("unsupported_share", "novel_ngram_share"):
+        values[share] = round(values[share], 6)
+    return values
 
 
 def summary_rows(group: DocumentSummaries, measures: Measures, source: str) -> list[dict[str, Any]]:

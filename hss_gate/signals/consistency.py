@@ -44,6 +44,9 @@ SIGNAL = Signal(
             RELATIVE_SHARE_HEADROOM,
             "unsupported by the checker",
             2,
+            check="low_consistency_share",
+            code="facts.low_consistency_share",
+            text="share of summaries the consistency checker finds unsupported",
         ),
     ),
     window=(

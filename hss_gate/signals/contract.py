@@ -69,13 +69,17 @@ class RelativeBound:
     """An absolute facts bound (the GateSettings field `setting`, kept as the floor) that follows
     production's own mean of `column` on the same documents plus a headroom (a number, or the
     name of the GateSettings field holding it), at most 1. `label` and `digits` write it in the
-    decision's note."""
+    decision's note; `check`, `code` and `text` are the check that holds the documents' mean of
+    `column` to it (hss_gate.decision.checks)."""
 
     setting: str
     column: str
     headroom: float | str
     label: str
     digits: int
+    check: str
+    code: str
+    text: str
 
     def headroom_of(self, gate: Any) -> float:
         value = self.headroom

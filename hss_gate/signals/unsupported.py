@@ -30,6 +30,9 @@ SIGNAL = Signal(
             "unsupported_margin",
             "unsupported entities/numbers",
             3,
+            check="mean_unsupported_share",
+            code="facts.mean_unsupported_share",
+            text="mean share of summary entities/numbers not in the source",
         ),
     ),
     window=(
