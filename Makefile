@@ -50,8 +50,8 @@ bench-attribution:  # only sentence-level attribution's fidelity and cost on 10 
 	$(VENV)/hss bench --attribution --out $(BENCH_OUT)-attribution
 
 lint:
-	$(VENV)/ruff check hss_gate tests flows scripts
-	$(VENV)/ruff format --check hss_gate tests flows scripts
+	$(VENV)/ruff check hss_gate tests flows scripts experiments
+	$(VENV)/ruff format --check hss_gate tests flows scripts experiments
 
 test: setup lint
 	$(VENV)/python -m pytest -m "unit or integration or slow" -q

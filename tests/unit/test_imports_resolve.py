@@ -1,4 +1,4 @@
-"""Every import statement in hss_gate/, scripts/ and flows/ resolves, at module level and inside
+"""Every import statement in hss_gate/, scripts/, experiments/ and flows/ resolves, at module level and inside
 functions (an import inside a function runs only when it is called, so a removed module or name
 would otherwise go unnoticed until a user hits it). The project's own imports are checked by
 reading the target module's source (the names it defines or imports at its top level, or a
@@ -16,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
-SCANNED = ("hss_gate", "scripts", "flows")
+SCANNED = ("hss_gate", "scripts", "experiments", "flows")
 OWN = "hss_gate"
 
 
@@ -93,7 +93,7 @@ def _check_module(module: str, where: str, path: Path) -> list[str]:
         return []
     if top == OWN:
         return [] if _module_path(module) else [f"{where}: no module {module}"]
-    if top in {"scripts", "flows"} and (REPO / top).is_dir():
+    if top in {"scripts", "experiments", "flows"} and (REPO / top).is_dir():
         return [] if _module_path(module) else [f"{where}: no module {module}"]
     return [] if importlib.util.find_spec(top) else [f"{where}: {top} is not installed"]
 

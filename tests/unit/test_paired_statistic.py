@@ -1,4 +1,4 @@
-"""scripts/paired_statistic.py: the per-summary statistics of the claim checker's sentence
+"""experiments/paired_statistic.py: the per-summary statistics of the claim checker's sentence
 scores that the FRANK replay compares."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ SCORES = {"a": [0.9, 0.1, 0.8], "b": [0.2], "c": []}
 
 def _script():
     spec = importlib.util.spec_from_file_location(
-        "paired_statistic", REPO / "scripts" / "paired_statistic.py"
+        "paired_statistic", REPO / "experiments" / "paired_statistic.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,7 +2,7 @@
 domain and the cost per pair, with whatever model an OpenAI-compatible endpoint serves.
 
     PYTHONPATH=. .venv/bin/python scripts/serve_gguf.py smollm2 --port 8090 &   # the judge
-    PYTHONPATH=. .venv/bin/python scripts/judge_summedits.py --url http://127.0.0.1:8090/v1 \\
+    PYTHONPATH=. .venv/bin/python experiments/judge_summedits.py --url http://127.0.0.1:8090/v1 \\
         --label smollm2 --per-domain 30 --out outputs/judge/smollm2.json
 
 Pairs: the `evaluation` rows of each domain (never its `test` rows), `--per-domain` of them

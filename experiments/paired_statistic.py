@@ -2,7 +2,7 @@
 CNN/DM's five systems with each candidate statistic of the claim checker's sentence scores.
 
     PYTHONPATH=. .venv/bin/python scripts/checker_benchmark.py score --label new4 --sets frank
-    PYTHONPATH=. .venv/bin/python scripts/paired_statistic.py [--label new4] [--orders 30]
+    PYTHONPATH=. .venv/bin/python experiments/paired_statistic.py [--label new4] [--orders 30]
         [--looks auto|50,100,150,200,250] [--spending bonferroni] [--markdown]
 
 Reads the per-sentence scores `checker_benchmark.py score` stored

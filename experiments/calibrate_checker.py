@@ -6,7 +6,8 @@ SummaC's own calibration convention); FactCC and QAGS CNN/DM are held out: their
 accuracy at that threshold is an honest estimate. Prints the table and the threshold to put in
 hss_gate/consistency/checker.py (SBERT_THRESHOLD).
 
-    .venv/bin/python scripts/calibrate_checker.py [--data ../shared/data/external] [--model sbert]
+    .venv/bin/python experiments/calibrate_checker.py [--data ../shared/data/external] \
+        [--model sbert]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ real recipe (the shipped stage's first `--pairs` pairs, the embedded MiniLM, par
 `checker`'s seed, threads and optimisation), one of them interrupted and resumed, compared by
 sha256 of the adapter they write (issue 33; docs/FACTUALITY.md).
 
-    PYTHONPATH=. .venv/bin/python scripts/checker_repro.py [--pairs 320]
+    PYTHONPATH=. .venv/bin/python experiments/checker_repro.py [--pairs 320]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Print a random sample of swaps from a run's edit log, with context, for a manual audit.
 
-usage: python scripts/sample_swaps.py RUN_DIR [N] [SEED]
+usage: python experiments/sample_swaps.py RUN_DIR [N] [SEED]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The QAGS summaries come from a real abstractive summarizer, with human yes/no support labels per
 sentence; they stand in for live traffic. The data stays in ../shared (never copied into git).
 
-    python scripts/samples_from_qags.py --n 10 --out outputs/live_samples.jsonl
+    python experiments/samples_from_qags.py --n 10 --out outputs/live_samples.jsonl
 """
 
 from __future__ import annotations

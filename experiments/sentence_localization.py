@@ -1,7 +1,7 @@
 """Sentence-level localization for reading: which source sentences moved behind each changed
 summary sentence (issue 26, item 4).
 
-    python scripts/sentence_localization.py [DOCUMENTS] [PER_SENTENCE] [MODEL]
+    python experiments/sentence_localization.py [DOCUMENTS] [PER_SENTENCE] [MODEL]
 
 DOCUMENTS: the first N reference documents (default 1), or doc ids separated by commas
 (e.g. the six of docs/EXPERIMENT.md's word-level hand check). For each, MODEL (default

@@ -1,8 +1,8 @@
 """Development of the `invented` checker (issue 22): every number of docs/CHECKER_DEV.md.
 
-    PYTHONPATH=. .venv/bin/python scripts/checker_dev.py lm     # LM contrast on a subset (slow)
-    PYTHONPATH=. .venv/bin/python scripts/checker_dev.py split  # sentence splitters
-    PYTHONPATH=. .venv/bin/python scripts/checker_dev.py eval   # signals alone, LODO, system level
+    PYTHONPATH=. .venv/bin/python experiments/checker_dev.py lm     # LM contrast on a subset (slow)
+    PYTHONPATH=. .venv/bin/python experiments/checker_dev.py split  # sentence splitters
+    PYTHONPATH=. .venv/bin/python experiments/checker_dev.py eval   # signals alone, LODO, system level
 
 Development data only: /work/shared/data/external (SummaC SummEval and FactCC subsets, QAGS
 CNN/DM, FRANK CNN/DM), each cased as distributed and lower-cased. Every expensive result is
@@ -442,7 +442,7 @@ def cmd_ship(args) -> int:
         "margin": args.margin,
         "max_low_share": args.max_low_share,
         "provenance": {
-            "script": "scripts/checker_dev.py ship (docs/CHECKER_DEV.md)",
+            "script": "experiments/checker_dev.py ship (docs/CHECKER_DEV.md)",
             "features": "chosen by the worst leave-one-dataset-out ROC AUC over summeval, factcc, "
             "qags, frank_cnndm (cased and lower-cased), then the mean",
             "weights": "L2 logistic regression (C=1), standardized, every (dataset, casing) block "

@@ -1,6 +1,6 @@
 """Compare `hss score` runs of several models on the same corpus.
 
-usage: python scripts/compare_runs.py NAME=DIR [NAME=DIR ...] [--errors errors.csv]
+usage: python experiments/compare_runs.py NAME=DIR [NAME=DIR ...] [--errors errors.csv]
 
 Prints, per model: HSS (aware and raw) with CIs, unsupported entity/number share, rewriting
 (novel 4-gram share), truncation; paired bootstrap differences of HSS between models; and

@@ -5,7 +5,7 @@ docs/evidence/handcheck_errors.csv with each document's HSS, its base summary's 
 (1 - the checker's consistency), the consistency lost under perturbation (content-level
 instability), the unsupported entity/number share and the rewriting share.
 
-    .venv/bin/python scripts/handcheck_signals.py qwen=data/baseline/reference \
+    .venv/bin/python experiments/handcheck_signals.py qwen=data/baseline/reference \
         smollm2=outputs/warm-gguf_smollm2-135m-instruct gemma3-270m=outputs/warm-gguf_gemma3-270m
 """
 
