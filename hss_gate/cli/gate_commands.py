@@ -45,7 +45,7 @@ AttributionOpt = Annotated[
         help=setting_help(
             "gate.attribution_documents",
             "explain N documents of both sides with sentence-level SHAP and report the "
-            "attribution instability (0: off; costly: README)",
+            "attribution instability (0: off; costly: docs/REFERENCE.md)",
         )
     ),
 ]

@@ -52,7 +52,8 @@ AttributionOpt = Annotated[
         help=setting_help(
             "monitor.attribution_documents",
             "explain the newest N served samples of each window with sentence-level SHAP "
-            "and report their attribution instability, never blocking (0: off; costly: README)",
+            "and report their attribution instability, never blocking "
+            "(0: off; costly: docs/REFERENCE.md)",
         )
     ),
 ]

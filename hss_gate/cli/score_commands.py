@@ -125,7 +125,7 @@ def baseline(
         str,
         typer.Option(
             help="scores | constants | metrics | all (those three) | attribution (production's "
-            "SHAP results for the gate to restore; costly: README)"
+            "SHAP results for the gate to restore; costly: docs/REFERENCE.md)"
         ),
     ] = "all",
     params: ParamsOpt = DEFAULT_PARAMS,

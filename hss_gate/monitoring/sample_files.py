@@ -175,18 +175,9 @@ def from_summaries(
     return to_sample
 
 
-def read_samples(
-    path: str | Path, summaries: SummaryRecord | None = None
-) -> tuple[list[Sample], list[RowError]]:
-    """Read and validate every row of a JSONL or CSV sample file (or, with `summaries`, of a
-    JSONL summaries file joined with its corpus, see `from_summaries`).
-
-    Returns the valid samples in file order and one :class:`RowError` per rejected row (invalid
-    UTF-8 or JSON, missing/blank/unknown fields, bad timestamps, a sample_id repeated in the file).
-    Raises :class:`InputError` for a missing file, an unsupported extension, an unusable CSV
-    header or a file without any rows ("no samples").
-    """
-    path = Path(path)
+def _open_records(
+    path: Path, summaries: SummaryRecord | None
+) -> Iterator[tuple[int, dict | RowError]]:
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".json", ".csv"):
         raise InputError(f"{path}: unsupported sample file type (use .jsonl, .json or .csv)")
@@ -201,41 +192,65 @@ def read_samples(
     data = data.removeprefix(b"\xef\xbb\xbf")  # UTF-8 byte-order mark
     if summaries is not None and suffix == ".csv":
         raise InputError(f"{path}: a summaries file is JSON Lines (doc_id, summary per line)")
-    records = _csv_records(data, path) if suffix == ".csv" else _jsonl_records(data, path)
+    return _csv_records(data, path) if suffix == ".csv" else _jsonl_records(data, path)
 
+
+def _row_sample(
+    line: int,
+    record: dict,
+    summaries: SummaryRecord | None,
+    first_seen: dict[str, int],
+) -> Sample | RowError | None:
+    """One record as a sample, a :class:`RowError`, or None (a record of another system)."""
+    if summaries is not None:
+        try:
+            record = summaries(record)
+        except ValueError as exc:
+            return RowError(line, str(exc))
+        if record is None:
+            return None
+    try:
+        sample = Sample.model_validate(record)
+    except ValidationError as exc:
+        return RowError(line, _describe(exc))
+    if sample.sample_id in first_seen:
+        return RowError(
+            line,
+            f"duplicate sample_id {sample.sample_id!r} "
+            f"(first at line {first_seen[sample.sample_id]})",
+        )
+    first_seen[sample.sample_id] = line
+    return sample
+
+
+def read_samples(
+    path: str | Path, summaries: SummaryRecord | None = None
+) -> tuple[list[Sample], list[RowError]]:
+    """Read and validate every row of a JSONL or CSV sample file (or, with `summaries`, of a
+    JSONL summaries file joined with its corpus, see `from_summaries`).
+
+    Returns the valid samples in file order and one :class:`RowError` per rejected row (invalid
+    UTF-8 or JSON, missing/blank/unknown fields, bad timestamps, a sample_id repeated in the file).
+    Raises :class:`InputError` for a missing file, an unsupported extension, an unusable CSV
+    header or a file without any rows ("no samples").
+    """
+    path = Path(path)
+    records = _open_records(path, summaries)
     samples: list[Sample] = []
     errors: list[RowError] = []
     first_seen: dict[str, int] = {}
     n_rows = 0
     for line, record in records:
         n_rows += 1
-        if isinstance(record, RowError):
-            errors.append(record)
-            continue
-        if summaries is not None:
-            try:
-                record = summaries(record)
-            except ValueError as exc:
-                errors.append(RowError(line, str(exc)))
-                continue
-            if record is None:
-                continue
-        try:
-            sample = Sample.model_validate(record)
-        except ValidationError as exc:
-            errors.append(RowError(line, _describe(exc)))
-            continue
-        if sample.sample_id in first_seen:
-            errors.append(
-                RowError(
-                    line,
-                    f"duplicate sample_id {sample.sample_id!r} "
-                    f"(first at line {first_seen[sample.sample_id]})",
-                )
-            )
-            continue
-        first_seen[sample.sample_id] = line
-        samples.append(sample)
+        row = (
+            record
+            if isinstance(record, RowError)
+            else _row_sample(line, record, summaries, first_seen)
+        )
+        if isinstance(row, RowError):
+            errors.append(row)
+        elif row is not None:
+            samples.append(row)
     if n_rows == 0 or not (samples or errors):  # nothing, or no line of the chosen system
         raise InputError(f"{path}: no samples")
     return samples, errors

@@ -267,13 +267,16 @@ class SampleStore:
         query = query.order_by(SAMPLES.c.timestamp.desc(), SAMPLES.c.seq.desc()).limit(n)
         return self._samples(query, "samples")
 
-    def _samples(self, query: sa.Select, what: str) -> list[Sample]:
+    def _rows(self, query: sa.Select, what: str) -> Sequence[sa.RowMapping]:
+        """Every row of a query; a database failure is a StoreError "cannot read `what`"."""
         try:
             with self._engine.connect() as conn:
-                rows = conn.execute(query).mappings().all()
+                return conn.execute(query).mappings().all()
         except sa.exc.SQLAlchemyError as exc:
             raise StoreError(f"{self.url}: cannot read {what}: {self._why(exc)}") from exc
-        return [Sample.model_validate(dict(row)) for row in rows]
+
+    def _samples(self, query: sa.Select, what: str) -> list[Sample]:
+        return [Sample.model_validate(dict(row)) for row in self._rows(query, what)]
 
     def first(self, n: int, model_id: str) -> list[Sample]:
         """The n oldest samples of a model id by timestamp (ties: ingest order), oldest first."""
@@ -328,16 +331,10 @@ class SampleStore:
     def reference(self, model_id: str) -> dict[str, Any] | None:
         """The stored reference window of a model id (pinned range, scores), or None."""
         query = sa.select(REFERENCES).where(REFERENCES.c.model_id == model_id)
-        try:
-            with self._engine.connect() as conn:
-                row = conn.execute(query).mappings().first()
-        except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(
-                f"{self.url}: cannot read reference windows: {self._why(exc)}"
-            ) from exc
-        if row is None:
+        rows = self._rows(query, "reference windows")  # model_id is the key: one row or none
+        if not rows:
             return None
-        out = dict(row)
+        out = dict(rows[0])
         for key in ("since", "until", "updated_at"):
             if out[key] is not None:
                 out[key] = as_utc(out[key])
@@ -432,11 +429,7 @@ class SampleStore:
             .order_by(MONITOR_RUNS.c.started_at.desc(), MONITOR_RUNS.c.seq.desc())
             .limit(limit)
         )
-        try:
-            with self._engine.connect() as conn:
-                rows = conn.execute(query).mappings().all()
-        except sa.exc.SQLAlchemyError as exc:
-            raise StoreError(f"{self.url}: cannot read monitor runs: {self._why(exc)}") from exc
+        rows = self._rows(query, "monitor runs")
         return [MonitorRun.model_validate(dict(row)) for row in rows]
 
 

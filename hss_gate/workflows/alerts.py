@@ -37,26 +37,10 @@ WINDOW_FIELDS = (
     "n_reference",
     "n_current",
 )
-FLOOR_FIELDS = (
-    "signal",
-    "label",
-    "live_mean",
-    "reference_mean",
-    "difference",
-    "ci_low",
-    "ci_high",
-    "margin",
-)
-SEVERITY_FIELDS = (
-    "live_mean",
-    "reference_mean",
-    "difference",
-    "ci_low",
-    "ci_high",
-    "margin",
-    "n_live",
-    "n_reference",
-)
+_RISE_FIELDS = ("live_mean", "reference_mean", "difference", "ci_low", "ci_high", "margin")
+"""What a rise over the production reference records (a served signal's, the severity's)."""
+FLOOR_FIELDS = ("signal", "label", *_RISE_FIELDS)
+SEVERITY_FIELDS = (*_RISE_FIELDS, "n_live", "n_reference")
 
 
 # ------------------------------------------------------------------------------ the payload

@@ -160,7 +160,8 @@ def dvc_text(request: InitRequest) -> str:
         "# corpus, production model or hss-gate version changes. Settings of the packaged\n"
         "# defaults you set in params.yaml (perturb, generate, score, consistency) are not\n"
         "# tracked until you add them to the stage's params. The outputs are small and reviewed\n"
-        "# in pull requests, so they stay in git (cache: false); README: moving them to a remote.\n"
+        "# in pull requests, so they stay in git (cache: false); hss-gate's docs/REFERENCE.md:\n"
+        "# moving them to a remote.\n"
     )
     return header + yaml.safe_dump({"stages": stages}, sort_keys=False, width=100)
 

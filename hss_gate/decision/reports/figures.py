@@ -31,7 +31,7 @@ import html
 import io
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 HASH_SALT = "hss-gate"
@@ -95,6 +95,24 @@ def picture(
         draw(figure)
         figure.savefig(buffer, format="svg", metadata=NO_METADATA)
     return inline(buffer.getvalue(), name, title, description)
+
+
+def rows_picture(
+    name: str,
+    rows: Sequence[Any],
+    height: tuple[float, float],
+    draw: Callable[[Any, Sequence[Any]], None],
+    title: str,
+    describe: Callable[[Sequence[Any]], str],
+) -> str:
+    """A `picture` with a row per item of `rows`, 6.4 inches wide and `height` (inches at
+    least, inches a row) tall, drawn by `draw(figure, rows)` and described by `describe(rows)`;
+    "" without rows."""
+    if not rows:
+        return ""
+    base, per_row = height
+    size = (6.4, base + per_row * len(rows))
+    return picture(name, size, lambda figure: draw(figure, rows), title, describe(rows))
 
 
 def inline(svg: str, name: str, title: str, description: str) -> str:

@@ -27,6 +27,7 @@ from hss_gate.decision.reports.figures import (
     PRODUCTION,
     label,
     picture,
+    rows_picture,
 )
 from hss_gate.decision.reports.sections import Table, num, signed
 from hss_gate.scoring.severity import bootstrap_ci, paired_bootstrap_ci
@@ -365,14 +366,13 @@ def category_table(rows: Sequence[Mapping[str, Any]]) -> Table:
 def categories_svg(rows: Sequence[Mapping[str, Any]]) -> str:
     """Each category's mean HSS of both sides with its interval (`category_intervals`' rows),
     a row a category in the table's order ("" without a category)."""
-    if not rows:
-        return ""
-    return picture(
+    return rows_picture(
         "gate-categories",
-        (6.4, 1.6 + 0.45 * len(rows)),
-        partial(draw_categories, rows=rows),
+        rows,
+        (1.6, 0.45),
+        draw_categories,
         "HSS by category, candidate and production, with intervals",
-        _categories_description(rows),
+        _categories_description,
     )
 
 

@@ -22,6 +22,7 @@ from hss_gate.decision.reports.figures import (
     PRODUCTION,
     label,
     picture,
+    rows_picture,
 )
 from hss_gate.monitoring.trend import TrendPoint, trend_points
 
@@ -187,15 +188,13 @@ def flagged_shares_svg(result: Mapping[str, Any]) -> str:
     """The share of summaries each 0/1 signal flags in the reference and the current window,
     side by side, a signal the current window is significantly worse on marked ("" without
     such a test)."""
-    tests = flag_tests(result)
-    if not tests:
-        return ""
-    return picture(
+    return rows_picture(
         "monitor-flagged",
-        (6.4, 1.4 + 0.42 * len(tests)),
-        partial(draw_flagged_shares, tests=tests),
+        flag_tests(result),
+        (1.4, 0.42),
+        draw_flagged_shares,
         "Share of summaries flagged in the reference and the current window",
-        _flagged_description(tests),
+        _flagged_description,
     )
 
 
