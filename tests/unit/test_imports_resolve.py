@@ -1,8 +1,8 @@
 """Every import statement in hss_gate/, scripts/, experiments/ and flows/ resolves, at module
 level and inside functions (an import inside a function runs only when it is called, so a
-removed module or name would otherwise go unnoticed until a user hits it). The project's own imports are checked by
-reading the target module's source (the names it defines or imports at its top level, or a
-submodule); other imports by finding the top-level distribution installed."""
+removed module or name would otherwise go unnoticed until a user hits it). The project's own
+imports are checked by reading the target module's source (the names it defines or imports at
+its top level, or a submodule); other imports by finding the top-level distribution installed."""
 
 from __future__ import annotations
 
