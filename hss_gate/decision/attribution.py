@@ -48,6 +48,7 @@ from pydantic import TypeAdapter, ValidationError
 from hss_gate.common.cache import content_key
 from hss_gate.common.errors import InputError, ModelError
 from hss_gate.common.jsonl import read_jsonl
+from hss_gate.decision.paired_comparison import difference_text
 from hss_gate.models.sentence_explainer import (
     SentenceAttributionSettings,
     explain_sentences,
@@ -424,10 +425,7 @@ def attribution_text(record: Mapping[str, Any]) -> str:
     )
     d = record.get("difference")
     if d is not None:
-        text += (
-            f"; difference {d['difference']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] "
-            f"over {d['documents']} paired document(s)"
-        )
+        text += f"; difference {difference_text(d)} over {d['documents']} paired document(s)"
     return text
 
 
@@ -512,7 +510,7 @@ def windows_text(record: Mapping[str, Any]) -> str:
     )
     d = record.get("difference")
     if d is not None:
-        text += f"; difference {d['difference']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+        text += f"; difference {difference_text(d)}"
     t = record.get("test")
     if t is not None:
         text += f"; Mann-Whitney one-sided p={t['p_value']:.4f} (alpha {t['alpha']})"

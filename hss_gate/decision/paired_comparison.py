@@ -21,6 +21,12 @@ NOT_MEASURED_TEXT = (
 )
 
 
+def difference_text(d: Mapping[str, Any]) -> str:
+    """A paired difference with its CI, as every report and reason writes it:
+    +0.123 [+0.010, +0.240]."""
+    return f"{d['difference']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+
+
 def paired_rows(
     candidate: Sequence[Mapping[str, Any]], production: Sequence[Mapping[str, Any]]
 ) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gate.decision.paired_comparison import NOT_MEASURED_TEXT
+from hss_gate.decision.paired_comparison import NOT_MEASURED_TEXT, difference_text
 from hss_gate.decision.record import Decision, Effect, Finding, texts_of
 from hss_gate.settings import GateSettings
 from hss_gate.signals import margins, relative_bounds, rewriting
@@ -105,10 +105,7 @@ def facts_bounds_relative_to(
 
 
 def _fmt_diff(signal: Mapping[str, Any]) -> str:
-    return (
-        f"{signal['difference']:+.3f} [{signal['ci_low']:+.3f}, {signal['ci_high']:+.3f}] "
-        f"({signal['candidate']:.3f} vs {signal['production']:.3f})"
-    )
+    return f"{difference_text(signal)} ({signal['candidate']:.3f} vs {signal['production']:.3f})"
 
 
 def decide(

@@ -9,6 +9,7 @@ from typing import Any
 
 from hss_gate.common.errors import InputError
 from hss_gate.consistency.verdict import Verdict
+from hss_gate.decision.paired_comparison import difference_text
 from hss_gate.scoring.severity import bootstrap_ci, difference_bootstrap_ci
 from hss_gate.signals import declared_window_tests
 from hss_gate.signals.summary_flags import LengthPolicy
@@ -409,16 +410,15 @@ def monitor_verdict(
     significant severity rise, drift, or a failed suite check."""
     reasons = [
         f"served summaries: {s['label']} rose from the reference {s['reference_mean']:.3f} to "
-        f"{s['live_mean']:.3f}, difference {s['difference']:+.3f} [{s['ci_low']:+.3f}, "
-        f"{s['ci_high']:+.3f}] beyond the margin {s['margin']}"
+        f"{s['live_mean']:.3f}, difference {difference_text(s)} beyond the margin {s['margin']}"
         for s in served
         if s["rise"]
     ]
     if rise and rise["rise"]:
         reasons.append(
             f"severity rise: live mean HSS {rise['live_mean']:.3f} vs reference "
-            f"{rise['reference_mean']:.3f}, difference {rise['difference']:+.3f} "
-            f"[{rise['ci_low']:+.3f}, {rise['ci_high']:+.3f}] beyond the margin {rise['margin']}"
+            f"{rise['reference_mean']:.3f}, difference {difference_text(rise)} "
+            f"beyond the margin {rise['margin']}"
         )
     if drift and drift.get("drifted"):
         reasons.append(

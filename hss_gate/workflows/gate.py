@@ -41,6 +41,7 @@ from hss_gate.common.io import write_json_atomic, write_text_atomic
 from hss_gate.common.progress import Progress, no_progress
 from hss_gate.decision import reports
 from hss_gate.decision.attribution import load_attribution_scorer
+from hss_gate.decision.paired_comparison import difference_text
 from hss_gate.decision.record import Decision, apply_override, error_decision
 from hss_gate.decision.rule import decide, facts_bounds_relative_to
 from hss_gate.scoring import run_files
@@ -216,7 +217,7 @@ def hss_subset_text(looks: Looks) -> str:
     n = comparison.get("hss_documents", 0)
     hss = comparison["signals"].get("hss")
     measured = (
-        f"HSS {hss['difference']:+.3f} [{hss['ci_low']:+.3f}, {hss['ci_high']:+.3f}] "
+        f"HSS {difference_text(hss)} "
         f"({hss['candidate']:.3f} vs {hss['production']:.3f}) rests on {n} of the "
         f"{looks.last.documents} documents of the deciding look"
         if hss

@@ -44,6 +44,7 @@ from hss_gate.common.io import read_score_table, write_json_atomic, write_text_a
 from hss_gate.common.progress import Progress, no_progress
 from hss_gate.common.redact import redacted_uri
 from hss_gate.decision import reports
+from hss_gate.decision.paired_comparison import difference_text
 from hss_gate.decision.record import SCHEMA_VERSION
 from hss_gate.monitoring.rules import (
     monitor_verdict,
@@ -357,15 +358,15 @@ def floor_notes(
     notes = [
         f"{why}: {s['label']} "
         f"{s['live_mean']:.3f} vs the production reference corpus {s['reference_mean']:.3f}, "
-        f"difference {s['difference']:+.3f} [{s['ci_low']:+.3f}, {s['ci_high']:+.3f}]"
+        f"difference {difference_text(s)}"
         for s in served
         if s["rise"]
     ]
     if rise and rise["rise"]:
         notes.append(
             f"{why}: live mean HSS {rise['live_mean']:.3f} vs the production reference corpus "
-            f"{rise['reference_mean']:.3f}, difference {rise['difference']:+.3f} "
-            f"[{rise['ci_low']:+.3f}, {rise['ci_high']:+.3f}] beyond the margin {rise['margin']}"
+            f"{rise['reference_mean']:.3f}, difference {difference_text(rise)} "
+            f"beyond the margin {rise['margin']}"
         )
     if drift and drift.get("drifted"):
         notes.append(

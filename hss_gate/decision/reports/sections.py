@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hss_gate.decision.paired_comparison import difference_text
 from hss_gate.decision.record import Decision
 from hss_gate.monitoring.trend import CONSISTENCY_TEST
 from hss_gate.signals.consistency import SIGNAL as CONSISTENCY
@@ -57,7 +58,7 @@ def num(value: Any, digits: int = 3) -> str:
 
 def diff(signal: Mapping[str, Any]) -> str:
     """A paired difference with its CI: +0.123 [+0.010, +0.240]."""
-    return f"{signal['difference']:+.3f} [{signal['ci_low']:+.3f}, {signal['ci_high']:+.3f}]"
+    return difference_text(signal)
 
 
 def is_number(value: Any) -> bool:
