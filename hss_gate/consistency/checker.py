@@ -97,8 +97,9 @@ class MatrixChecker:
 
 # The SBERT checker's threshold: the best balanced accuracy on SummaC's SummEval subset (its
 # validation cut, SummaC's own calibration convention), the only labelled data that chose it;
-# FactCC and QAGS CNN/DM stay held out (scripts/calibrate_checker.py; docs/FACTUALITY.md).
-SBERT_THRESHOLD = 0.818  # scripts/calibrate_checker.py: SummEval AUC 0.894, bacc 0.840 (in-sample)
+# FactCC and QAGS CNN/DM stay held out (experiments/calibrate_checker.py; docs/FACTUALITY.md).
+# experiments/calibrate_checker.py: SummEval AUC 0.894, bacc 0.840 (in-sample)
+SBERT_THRESHOLD = 0.818
 CHECKERS = ("sbert", "factcc", "invented", "invented-sbert", "entail")
 
 
@@ -146,49 +147,67 @@ def load_checker(
       against the same evidence and answers yes or no (P(yes) from its log-probabilities),
       the answers kept in `cache` (consistency/judge.py); never the default.
     """
-    from hss_gate.common.errors import InputError, ModelError
-
     if model.startswith("judge:"):
-        from hss_gate.consistency.entail_checker import AGGREGATES as ENTAIL_AGGREGATES
         from hss_gate.consistency.judge import load_judge_checker
 
-        if aggregate not in ENTAIL_AGGREGATES:
-            raise InputError(
-                f"consistency.aggregate: unknown '{aggregate}'; choose from "
-                f"{', '.join(ENTAIL_AGGREGATES)}"
-            )
+        _check_entail_aggregate(aggregate)
         return load_judge_checker(
             model, encode, embedder, threshold, aggregate, evidence_top, evidence_neighbours, cache
         )
-
     if model == "sbert":
-        chosen = SBERT_THRESHOLD if threshold is None else threshold
-        fingerprint = f"sbert-zs:{embedder}:{SPLITTER_VERSION}:t{chosen:g}"
-        return MatrixChecker(sbert_matrix(encode), split_sentences, fingerprint, chosen)
+        return _sbert_checker(encode, embedder, threshold)
     if model in ("invented", "invented-sbert"):
-        from hss_gate.consistency.invented import SBERT_WEIGHTS_PATH, load_invented_checker
-
-        if model == "invented":
-            return load_invented_checker(threshold=threshold)
-        sbert = load_checker("sbert", weights_dir, None, encode, embedder)
-        return load_invented_checker(SBERT_WEIGHTS_PATH, threshold, sbert=sbert)
+        return _invented_checker(model, threshold, encode, embedder)
     if model == "entail":
-        from hss_gate.consistency.entail_checker import AGGREGATES as ENTAIL_AGGREGATES
         from hss_gate.consistency.entail_checker import load_entail_checker
 
-        if aggregate not in ENTAIL_AGGREGATES:
-            raise InputError(
-                f"consistency.aggregate: unknown '{aggregate}'; choose from "
-                f"{', '.join(ENTAIL_AGGREGATES)}"
-            )
+        _check_entail_aggregate(aggregate)
         return load_entail_checker(
             encode, embedder, threshold, adapter, aggregate, evidence_top, evidence_neighbours
         )
     if model != "factcc":
+        from hss_gate.common.errors import InputError
+
         raise InputError(
             f"consistency.model: unknown '{model}'; choose from {', '.join(CHECKERS)} or "
             "judge:openai:<base url>"
         )
+    return _factcc_checker(weights_dir, threshold, encode)
+
+
+def _check_entail_aggregate(aggregate: str) -> None:
+    """InputError unless `aggregate` is one the claim checkers (entail, judge) know."""
+    from hss_gate.common.errors import InputError
+    from hss_gate.consistency.entail_checker import AGGREGATES as ENTAIL_AGGREGATES
+
+    if aggregate not in ENTAIL_AGGREGATES:
+        raise InputError(
+            f"consistency.aggregate: unknown '{aggregate}'; choose from "
+            f"{', '.join(ENTAIL_AGGREGATES)}"
+        )
+
+
+def _sbert_checker(encode: Any, embedder: str, threshold: float | None) -> MatrixChecker:
+    """SummaC-ZS over SBERT cosines, at SBERT_THRESHOLD unless `threshold` is given."""
+    chosen = SBERT_THRESHOLD if threshold is None else threshold
+    fingerprint = f"sbert-zs:{embedder}:{SPLITTER_VERSION}:t{chosen:g}"
+    return MatrixChecker(sbert_matrix(encode), split_sentences, fingerprint, chosen)
+
+
+def _invented_checker(model: str, threshold: float | None, encode: Any, embedder: str) -> Checker:
+    """The lexical checker of invented content (`invented`), or with SBERT (`invented-sbert`)."""
+    from hss_gate.consistency.invented import SBERT_WEIGHTS_PATH, load_invented_checker
+
+    if model == "invented":
+        return load_invented_checker(threshold=threshold)
+    sbert = _sbert_checker(encode, embedder, None)
+    return load_invented_checker(SBERT_WEIGHTS_PATH, threshold, sbert=sbert)
+
+
+def _factcc_checker(weights_dir: str, threshold: float | None, encode: Any) -> MatrixChecker:
+    """SummaC-ZS over the FactCC-style classifier trained into `weights_dir` (ModelError when
+    there are no weights)."""
+    from hss_gate.common.errors import ModelError
     from hss_gate.consistency.model import FactccModel, load_factcc_weights, weights_path
 
     if not weights_path(weights_dir).exists():

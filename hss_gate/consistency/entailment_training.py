@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -113,25 +113,10 @@ def train_adapter(
     if init is not None:
         load_adapter(model, init)
     params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for n, p in model.named_parameters() if p.requires_grad and not n.endswith("bias")]
-    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and n.endswith("bias")]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": settings.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=settings.learning_rate,
-    )
+    optimizer = _adamw(model, settings)
     plan = [batches(pairs, settings, e) for e in range(settings.epochs)]
     total = sum(len(p) for p in plan)
-    warmup = max(1, int(total * settings.warmup_share))
-
-    def rate(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(total, settings))
     checkpoint = Path(checkpoint_dir) / "checkpoint.safetensors"
     step, losses = _resume(checkpoint, model, optimizer, settings, config, len(pairs))
     for _ in range(step):
@@ -143,49 +128,91 @@ def train_adapter(
         marked_claim(p.premise, p.hypothesis) if config.marks else p.hypothesis for p in pairs
     ]
     model.train()
-    done = 0
-    for batch_plan in plan:
-        for idx in batch_plan:
-            if done < step:
-                done += 1
-                continue
-            inputs = tokenizer(
-                [pairs[i].premise for i in idx],
-                [claims[i] for i in idx],
-                truncation="longest_first",
-                max_length=config.max_length,
-                padding=True,
-                return_tensors="pt",
+    for idx in [batch for epoch in plan for batch in epoch][step:]:  # resumed: the rest only
+        inputs = tokenizer(
+            [pairs[i].premise for i in idx],
+            [claims[i] for i in idx],
+            truncation="longest_first",
+            max_length=config.max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        loss = _loss(model(**inputs), labels[idx], groups[idx], settings)
+        _descend(loss, params, optimizer, scheduler)
+        losses.append(round(loss.item(), 5))
+        step += 1
+        if step % settings.checkpoint_every == 0 or step == total:
+            _save_checkpoint(
+                checkpoint, model, optimizer, step, losses, settings, config, len(pairs)
             )
-            logits = model(**inputs)
-            loss = torch.nn.functional.cross_entropy(logits, labels[idx])
-            if settings.pair_margin:
-                loss = loss + settings.pair_margin * ranking_loss(logits, labels[idx], groups[idx])
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-            losses.append(round(loss.item(), 5))
-            step += 1
-            done += 1
-            if step % settings.checkpoint_every == 0 or step == total:
-                _save_checkpoint(
-                    checkpoint,
-                    model,
-                    optimizer,
-                    step,
-                    losses,
-                    settings,
-                    config,
-                    len(pairs),
-                )
-            advance(1)
+        advance(1)
     model.eval()
     save_adapter(model, config, out)
+    return _write_log(out, step, len(pairs), settings, config, losses)
+
+
+def _adamw(model: Any, settings: TrainSettings) -> Any:
+    """AdamW over the trainable parameters, with weight decay on all but the biases."""
+    import torch
+
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and not n.endswith("bias")]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and n.endswith("bias")]
+    return torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": settings.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=settings.learning_rate,
+    )
+
+
+def _schedule(total: int, settings: TrainSettings) -> Callable[[int], float]:
+    """The learning rate's factor at each step: a linear warm-up over the first
+    `warmup_share` of the `total` steps, then a linear decay to 0."""
+    warmup = max(1, int(total * settings.warmup_share))
+
+    def rate(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return rate
+
+
+def _loss(logits: Any, labels: Any, groups: Any, settings: TrainSettings) -> Any:
+    """The batch's cross-entropy, plus `pair_margin` times its ranking loss."""
+    import torch
+
+    loss = torch.nn.functional.cross_entropy(logits, labels)
+    if settings.pair_margin:
+        loss = loss + settings.pair_margin * ranking_loss(logits, labels, groups)
+    return loss
+
+
+def _descend(loss: Any, params: list[Any], optimizer: Any, scheduler: Any) -> None:
+    """One optimisation step down the loss: gradients clipped to norm 1, the learning rate
+    advanced, the gradients cleared."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+
+
+def _write_log(
+    out: str | Path,
+    steps: int,
+    n_pairs: int,
+    settings: TrainSettings,
+    config: AdapterConfig,
+    losses: Sequence[float],
+) -> dict[str, Any]:
+    """The training log, written beside the adapter (`<out>.log.json`)."""
     log = {
-        "steps": step,
-        "pairs": len(pairs),
+        "steps": steps,
+        "pairs": n_pairs,
         "settings": asdict(settings),
         "config": asdict(config),
         "loss_by_tenth": _tenths(losses),

@@ -7,7 +7,7 @@ Words are matched case-insensitively through Porter stems and normalized numbers
 "1,000" = 1000, "5.0" = 5, "%" = "percent"), so lower-cased and tokenized text is read as well as
 cased text. A logistic regression over the standardized features gives the consistency in (0, 1)
 (higher = more consistent); its weights, threshold and provenance are in
-`invented_weights.json` beside this module (fitted by scripts/checker_dev.py; which data chose
+`invented_weights.json` beside this module (fitted by experiments/checker_dev.py; which data chose
 each number: docs/CHECKER_DEV.md).
 
 Each summary sentence is scored by the same model on its own; a sentence below the sentence

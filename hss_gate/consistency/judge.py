@@ -31,7 +31,6 @@ import json
 import math
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +45,8 @@ from hss_gate.common.errors import InputError, ModelError
 from hss_gate.consistency.entail_checker import EVIDENCE_VERSION, ClaimChecker
 from hss_gate.consistency.evidence import DEFAULT_NEIGHBOURS, DEFAULT_TOP
 from hss_gate.consistency.model import Encode
+from hss_gate.models.summarizers.openai import MAX_BACKOFF_S as MAX_BACKOFF_S
+from hss_gate.models.summarizers.openai import ChatEndpoint, Retry
 from hss_gate.settings import TOKENS_PER_WORD, judge_endpoint
 from hss_gate.text.sentences import SPLITTER_VERSION
 
@@ -73,7 +74,7 @@ WORKERS = 4
 CACHE_NAMESPACE = "judge"
 ANSWER_VERSION = "judge-answer-v1"
 TRANSIENT_STATUS = (408, 425, 429)
-MAX_BACKOFF_S = 8.0
+# MAX_BACKOFF_S, the longest wait between tries, comes with the retry loop from summarizers.openai
 MAX_RETRY_AFTER_S = 30.0
 
 
@@ -174,7 +175,7 @@ def question(evidence: str, claim: str) -> list[dict[str, str]]:
     ]
 
 
-class JudgeClient:
+class JudgeClient(ChatEndpoint):
     """Chat completions against one OpenAI-compatible endpoint, one question a request, with
     bounded retries. Thread-safe: up to `workers` questions may be asked at once."""
 
@@ -189,32 +190,15 @@ class JudgeClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        super().__init__()
         self.base_url, self.model = base_url.rstrip("/"), model
         self._key = api_key or None
         self.timeout_s, self.retries = timeout_s, retries
         self._transport, self._sleep = transport, sleep
-        self._client: httpx.Client | None = None
-        self._opening = threading.Lock()
-        self._gave_up: ModelError | None = None  # the endpoint did not answer: fail fast
         self.requests = 0  # HTTP requests sent (retries included)
 
     def _http(self) -> httpx.Client:
-        with self._opening:
-            if self._client is None:
-                self._client = httpx.Client(
-                    timeout=self.timeout_s,
-                    transport=self._transport,
-                    limits=httpx.Limits(max_connections=max(WORKERS, 10)),
-                )
-            return self._client
-
-    def close(self) -> None:
-        """Close the connections (a later question opens new ones and tries again)."""
-        with self._opening:
-            client, self._client = self._client, None
-            self._gave_up = None
-        if client is not None:
-            client.close()
+        return self._pool(self.timeout_s, WORKERS, self._transport)
 
     def _where(self) -> str:
         return f"judge {self.base_url} (model {self.model})"
@@ -241,37 +225,30 @@ class JudgeClient:
         }
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         client = self._http()
-        last = ""
-        for attempt in range(self.retries + 1):
-            wait = min(0.5 * 2**attempt, MAX_BACKOFF_S)
-            try:
-                self.requests += 1
-                response = client.post(
-                    f"{self.base_url}/chat/completions", json=body, headers=headers
-                )
-            except httpx.TransportError as exc:  # timeouts, refused connections, resets
-                last = self._hidden(f"{type(exc).__name__}: {exc}")
-            else:
-                status = response.status_code
-                if status >= 500 or status in TRANSIENT_STATUS:
-                    last = f"HTTP {status}"
-                    wait = max(wait, _retry_after(response))
-                elif status >= 400:
-                    reason = self._hidden(response.text)
-                    raise ModelError(
-                        f"{self._where()} refused the question: HTTP {status}"
-                        + (f": {reason}" if reason else "")
-                    )
-                else:
-                    return self._answer(response)
-            if self._gave_up is not None:  # another question already used all its tries
-                raise self._gave_up
-            if attempt < self.retries:
-                self._sleep(wait)
-        self._gave_up = ModelError(
-            f"{self._where()}: no answer after {self.retries + 1} tries ({last})"
+        return self._tried(
+            lambda: self._try(client, body, headers), self.retries, self._sleep, self._where()
         )
-        raise self._gave_up
+
+    def _try(
+        self, client: httpx.Client, body: dict[str, Any], headers: dict[str, str]
+    ) -> Answer | Retry:
+        """One request: the answer, a `Retry` after a failed connection, a 408, 425, 429 or
+        5xx (waiting as long as Retry-After asks), a ModelError for another 4xx."""
+        try:
+            self.requests += 1
+            response = client.post(f"{self.base_url}/chat/completions", json=body, headers=headers)
+        except httpx.TransportError as exc:  # timeouts, refused connections, resets
+            return Retry(self._hidden(f"{type(exc).__name__}: {exc}"))
+        status = response.status_code
+        if status >= 500 or status in TRANSIENT_STATUS:
+            return Retry(f"HTTP {status}", _retry_after(response))
+        if status >= 400:
+            reason = self._hidden(response.text)
+            raise ModelError(
+                f"{self._where()} refused the question: HTTP {status}"
+                + (f": {reason}" if reason else "")
+            )
+        return self._answer(response)
 
     def _answer(self, response: httpx.Response) -> Answer:
         try:

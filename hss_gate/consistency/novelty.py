@@ -124,74 +124,98 @@ class Word:
     number: bool
 
 
+_Token = tuple[str, int, int]  # a _TOKEN match: its text, start and end
+_ORDINAL_DIGITS = r"\d+(st|nd|rd|th)"
+
+
 def words(text: str) -> list[Word]:
     """The text's words and numbers with their keys (number words and units merged)."""
     raw = [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
     out: list[Word] = []
     i = 0
     while i < len(raw):
-        tok, a, b = raw[i]
-        low = tok.lower()
-        # a number (digits or words) followed by unit words: "2 million", "two hundred"
-        value: float | None = None
-        j = i
-        if re.fullmatch(r"\d+(st|nd|rd|th)", low):
-            out.append(Word(tok, a, b, "#" + low, True, True))
-            i += 1
-            continue
-        if low[:1].isdigit():
-            digits = re.match(r"[\d.,]+", low).group(0)  # type: ignore[union-attr]
-            clean = (
-                digits.replace(",", "")
-                if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", digits)
-                else digits.replace(",", ".")
-            )
-            try:
-                value = float(clean)
-            except ValueError:
-                value = None
-            if value is not None and ("%" in low or "percent" in low or "per cent" in low):
-                out.append(Word(tok, a, b, _format(value), True, True))
-                out.append(Word(tok, a, b, "percent", True, False))
-                i += 1
-                continue
-            j = i + 1
-        elif low in _SMALL:
-            value = float(_SMALL[low])
-            j = i + 1
-            while (
-                j < len(raw)
-                and raw[j][0].lower() in _SMALL
-                and _SMALL[raw[j][0].lower()] < 10 <= value
-            ):
-                value += _SMALL[raw[j][0].lower()]
-                j += 1
-        if value is not None:
-            while j < len(raw) and raw[j][0].lower() in _UNITS:
-                value *= _UNITS[raw[j][0].lower()]
-                j += 1
-            end = raw[j - 1][2]
-            out.append(Word(text[a:end], a, end, _format(value), True, True))
-            i = j
-            continue
-        if low in ("%", "percent"):
-            out.append(Word(tok, a, b, "percent", True, False))
-        elif low == "per" and i + 1 < len(raw) and raw[i + 1][0].lower() == "cent":
-            out.append(Word(text[a : raw[i + 1][2]], a, raw[i + 1][2], "percent", True, False))
-            i += 2
-            continue
-        elif low in _ORDINALS:
-            out.append(Word(tok, a, b, "#" + _ORDINALS[low], True, True))
-        elif re.fullmatch(r"\d+(st|nd|rd|th)", low):
-            out.append(Word(tok, a, b, "#" + low, True, True))
-        else:
-            low = low.replace("’", "'")
-            if "'" in low:
-                low = low.split("'")[0]
-            content = low not in STOP_WORDS and (len(low) > 2 or low in _KEEP_SHORT)
-            out.append(Word(tok, a, b, stem(low), content, False))
-        i += 1
+        found, i = _read_word(text, raw, i)
+        out.extend(found)
     return out
+
+
+def _read_word(text: str, raw: Sequence[_Token], i: int) -> tuple[list[Word], int]:
+    """The Words that start at token i, and the index of the token after them."""
+    tok, a, b = raw[i]
+    low = tok.lower()
+    if re.fullmatch(_ORDINAL_DIGITS, low):
+        return [Word(tok, a, b, "#" + low, True, True)], i + 1
+    number = _read_number(text, raw, i)
+    if number is not None:
+        return number
+    if low in ("%", "percent"):
+        return [Word(tok, a, b, "percent", True, False)], i + 1
+    if low == "per" and i + 1 < len(raw) and raw[i + 1][0].lower() == "cent":
+        return [Word(text[a : raw[i + 1][2]], a, raw[i + 1][2], "percent", True, False)], i + 2
+    if low in _ORDINALS:
+        return [Word(tok, a, b, "#" + _ORDINALS[low], True, True)], i + 1
+    return [_plain_word(tok, a, b)], i + 1
+
+
+def _read_number(text: str, raw: Sequence[_Token], i: int) -> tuple[list[Word], int] | None:
+    """A number at token i, in digits ("40", "1,000", "2.5%") or words ("twenty two"), with
+    the unit words after it ("2 million"), and the index of the token after it; None when the
+    token is not a number."""
+    tok, a, b = raw[i]
+    low = tok.lower()
+    if low[:1].isdigit():
+        value = _digits_value(low)
+        if value is not None and ("%" in low or "percent" in low or "per cent" in low):
+            return [
+                Word(tok, a, b, _format(value), True, True),
+                Word(tok, a, b, "percent", True, False),
+            ], i + 1
+        j = i + 1
+    elif low in _SMALL:
+        value, j = _number_words(raw, i)
+    else:
+        return None
+    if value is None:
+        return None
+    while j < len(raw) and raw[j][0].lower() in _UNITS:
+        value *= _UNITS[raw[j][0].lower()]
+        j += 1
+    end = raw[j - 1][2]
+    return [Word(text[a:end], a, end, _format(value), True, True)], j
+
+
+def _digits_value(low: str) -> float | None:
+    """The value of a token's leading digits ("1,000" 1000, "2,5" 2.5); None if not a number."""
+    digits = re.match(r"[\d.,]+", low).group(0)  # type: ignore[union-attr]
+    clean = (
+        digits.replace(",", "")
+        if re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", digits)
+        else digits.replace(",", ".")
+    )
+    try:
+        return float(clean)
+    except ValueError:
+        return None
+
+
+def _number_words(raw: Sequence[_Token], i: int) -> tuple[float, int]:
+    """The value of the number words from token i ("twenty two" 22), and the index after."""
+    value = float(_SMALL[raw[i][0].lower()])
+    j = i + 1
+    while j < len(raw) and raw[j][0].lower() in _SMALL and _SMALL[raw[j][0].lower()] < 10 <= value:
+        value += _SMALL[raw[j][0].lower()]
+        j += 1
+    return value, j
+
+
+def _plain_word(tok: str, a: int, b: int) -> Word:
+    """A word keyed by its Porter stem (lower-cased, without "'s"), a content word unless a
+    stop word or shorter than 3 letters (UK, US, EU, UN, TV aside)."""
+    low = tok.lower().replace("’", "'")
+    if "'" in low:
+        low = low.split("'")[0]
+    content = low not in STOP_WORDS and (len(low) > 2 or low in _KEEP_SHORT)
+    return Word(tok, a, b, stem(low), content, False)
 
 
 def rarity(word: str, rank: WordRank | None) -> float:

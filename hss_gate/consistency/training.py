@@ -332,32 +332,9 @@ def train_factcc(
     documents only; the held-out documents give the provenance's dev metrics."""
     data = synthetic_training_set(tagged, seed)
     progress(f"{len(data.claims)} synthetic claims from {len(data.documents)} documents")
-    model = FactccModel(
-        LogisticModel(
-            FEATURES, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES), (0.0,) * len(FEATURES), 0.0
-        ),
-        encode,
-        "untrained",
-    )
-    encode([c.text for c in data.claims])  # one batch
-    x = model.features([data.documents[o] for o in data.owner], [c.text for c in data.claims])
-    y = np.array([c.label for c in data.claims])
-    dev = np.isin(np.array(data.owner), sorted(data.dev))
-    logistic = fit_logistic(x[~dev], y[~dev], FEATURES, l2=l2)
-    p_dev = logistic.predict_proba(x[dev])
-    model.logistic = logistic
-    progress(f"pair classifier: synthetic dev AUC {roc_auc(y[dev], p_dev):.3f}")
-
-    rng = np.random.default_rng(seed + 1)
-    matrices, labels, held_out = [], [], []
-    for i, document in enumerate(data.documents):
-        mine = [c for c, o in zip(data.claims, data.owner, strict=True) if o == i]
-        for sentences, label in synthetic_summaries(mine, rng):
-            matrices.append(model.sentence_matrix(document, sentences))
-            labels.append(label)
-            held_out.append(i in data.dev)
-    is_dev = np.array(held_out)
-    lab = np.array(labels)
+    model, y_dev, p_dev = _fit_pair_classifier(data, encode, l2)
+    progress(f"pair classifier: synthetic dev AUC {roc_auc(y_dev, p_dev):.3f}")
+    matrices, lab, is_dev = _summary_matrices(data, model, seed)
     conv = fit_conv(
         [m for m, d in zip(matrices, is_dev, strict=True) if not d],
         lab[~is_dev],
@@ -373,8 +350,8 @@ def train_factcc(
         "dev_documents": len(data.dev),
         "claims": len(data.claims),
         "documents_sha256": hashlib.sha256("\0".join(data.documents).encode("utf-8")).hexdigest(),
-        "dev_claim_auc": roc_auc(y[dev], p_dev),
-        "dev_claim_balanced_accuracy": balanced_accuracy(y[dev], p_dev >= 0.5),
+        "dev_claim_auc": roc_auc(y_dev, p_dev),
+        "dev_claim_balanced_accuracy": balanced_accuracy(y_dev, p_dev >= 0.5),
         "summaries": len(matrices),
         "dev_summary_auc_zs": roc_auc(lab[is_dev], zs_dev),
         "dev_summary_auc_conv": roc_auc(lab[is_dev], conv_dev),
@@ -383,7 +360,45 @@ def train_factcc(
         f"Conv head: synthetic dev summary AUC {provenance['dev_summary_auc_conv']:.3f} "
         f"(ZS {provenance['dev_summary_auc_zs']:.3f})"
     )
-    return FactccWeights(logistic, conv, provenance)
+    return FactccWeights(model.logistic, conv, provenance)
+
+
+def _fit_pair_classifier(
+    data: TrainingSet, encode: Encode, l2: float
+) -> tuple[FactccModel, np.ndarray, np.ndarray]:
+    """The FactCC model with its pair classifier fitted on the training documents' claims
+    (premise: the whole document); the held-out claims' labels and P(consistent)."""
+    model = FactccModel(
+        LogisticModel(
+            FEATURES, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES), (0.0,) * len(FEATURES), 0.0
+        ),
+        encode,
+        "untrained",
+    )
+    encode([c.text for c in data.claims])  # one batch
+    x = model.features([data.documents[o] for o in data.owner], [c.text for c in data.claims])
+    y = np.array([c.label for c in data.claims])
+    dev = np.isin(np.array(data.owner), sorted(data.dev))
+    logistic = fit_logistic(x[~dev], y[~dev], FEATURES, l2=l2)
+    p_dev = logistic.predict_proba(x[dev])
+    model.logistic = logistic
+    return model, y[dev], p_dev
+
+
+def _summary_matrices(
+    data: TrainingSet, model: FactccModel, seed: int
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """The sentence matrices of synthetic multi-sentence summaries of each document (for the
+    Conv head), their labels, and whether each one's document is held out."""
+    rng = np.random.default_rng(seed + 1)
+    matrices, labels, held_out = [], [], []
+    for i, document in enumerate(data.documents):
+        mine = [c for c, o in zip(data.claims, data.owner, strict=True) if o == i]
+        for sentences, label in synthetic_summaries(mine, rng):
+            matrices.append(model.sentence_matrix(document, sentences))
+            labels.append(label)
+            held_out.append(i in data.dev)
+    return matrices, np.array(labels), np.array(held_out)
 
 
 def train_from_corpus(
