@@ -14,27 +14,7 @@ from typing import Any
 
 from hss_gate.consistency.entail_release import checker_trust
 from hss_gate.decision.record import Decision
-from hss_gate.decision.reports.sections import (
-    FLAGGED_SHOWN,
-    VERDICT,
-    Table,
-    attribution_line,
-    categories_table,
-    checks_table,
-    coded,
-    distributions_table,
-    flagged_intro,
-    flagged_samples,
-    floor_table,
-    monitored,
-    num,
-    signals_table,
-    trend_table,
-    window_drift,
-    window_tests_table,
-    windows_table,
-    word_spans,
-)
+from hss_gate.decision.reports import sections
 from hss_gate.monitoring.trend import trend_line
 
 REPORT_ARTIFACT = "gate-report"
@@ -42,7 +22,7 @@ REPORT_ARTIFACT = "gate-report"
 pull-request comment names it (tests/unit/test_report_figures.py checks they agree)."""
 
 
-def table(t: Table) -> list[str]:
+def table(t: sections.Table) -> list[str]:
     """A Markdown table, one line a row; its failed rows are not marked."""
 
     def cell(value: Any) -> str:
@@ -72,20 +52,20 @@ def pull_request_comment(decision: Decision) -> str:
     """The pull-request comment: what decision.md holds."""
     m = decision.metrics
     lines = [
-        f"## hss-gate: {VERDICT[decision.decision]}",
+        f"## hss-gate: {sections.VERDICT[decision.decision]}",
         "",
         f"Candidate `{decision.candidate}` against production `{decision.production}`"
         + (f" on {m['documents']} documents." if "documents" in m else "."),
         "",
         "**Why**",
         "",
-        *[_item(value, code) for value, code in coded(decision, reasons=True)],
+        *[_item(value, code) for value, code in sections.coded(decision, reasons=True)],
         "",
         f"Decided by: {', '.join(decision.decided_by) or 'nothing'}. Consistency checker: "
         f"`{decision.checker or 'n/a'}`: {checker_trust(decision.checker)}.",
     ]
     if decision.notes:
-        notes = [_item(value, code) for value, code in coded(decision, reasons=False)]
+        notes = [_item(value, code) for value, code in sections.coded(decision, reasons=False)]
         lines += ["", "**Read with**", "", *notes]
     if m.get("signals"):
         lines += [
@@ -93,10 +73,10 @@ def pull_request_comment(decision: Decision) -> str:
             "**Signals** (means; difference = candidate - production, paired bootstrap CI)",
             "",
         ]
-        lines += table(signals_table(m))
+        lines += table(sections.signals_table(m))
     if m.get("categories"):
         lines += ["", "<details><summary>HSS by category</summary>", ""]
-        lines += table(categories_table(m["categories"]))
+        lines += table(sections.categories_table(m["categories"]))
         lines += ["", "</details>"]
     if decision.checks:
         failed = [c for c in decision.checks if not c["success"]]
@@ -106,7 +86,7 @@ def pull_request_comment(decision: Decision) -> str:
             f"{len(failed)} failed</summary>",
             "",
         ]
-        lines += table(checks_table(decision.checks))
+        lines += table(sections.checks_table(decision.checks))
         lines += ["", "</details>"]
     lines += [
         "",
@@ -128,9 +108,9 @@ def decision_markdown(decision: Decision) -> str:
 
 def monitor_markdown(result: Mapping[str, Any]) -> str:
     """The monitor run as Markdown (for an issue comment)."""
-    what, model = monitored(result)
+    what, model = sections.monitored(result)
     lines = [
-        f"## hss-gate monitor: {VERDICT[result['decision']]}",
+        f"## hss-gate monitor: {sections.VERDICT[result['decision']]}",
         "",
         f"{what} `{model}`, {result.get('n_samples', 0)} recent "
         f"samples from the store ({result.get('kind', 'full')} run {result.get('run_id', '')}).",
@@ -148,32 +128,32 @@ def monitor_markdown(result: Mapping[str, Any]) -> str:
         lines += ["", "**Absolute floor: the production reference corpus**"]
     if result.get("notes"):
         lines += ["", *[f"- {n}" for n in result["notes"]]]
-    floor = floor_table(result)
+    floor = sections.floor_table(result)
     if floor:
         lines += ["", *table(floor)]
     lines += _flagged(result.get("samples") or [])
     if result.get("trend"):
         lines += ["", "**Recent runs** (newest first)", "", trend_line(result["trend"]), ""]
-        lines += table(trend_table(result))
+        lines += table(sections.trend_table(result))
     return "\n".join(lines) + "\n"
 
 
 def _windows(result: Mapping[str, Any]) -> list[str]:
-    spans = windows_table(result)
+    spans = sections.windows_table(result)
     if spans is None:
         return []
     lines = ["", "**Windows of the model's own traffic**", "", *table(spans)]
-    distributions = distributions_table(result)
+    distributions = sections.distributions_table(result)
     if distributions.rows:
         lines += ["", "Each signal's distribution:", ""]
         lines += table(distributions)
-    tests = window_tests_table(result)
+    tests = sections.window_tests_table(result)
     if tests.rows:
         lines += ["", *table(tests)]
-    attribution = attribution_line(result)
+    attribution = sections.attribution_line(result)
     if attribution:
         lines += ["", attribution]
-    drift = window_drift(result)
+    drift = sections.window_drift(result)
     if drift:
         report = f" Report: `{drift.report}`." if drift.report else ""
         lines += ["", f"Evidently drift between the windows: {drift.text}.{report}"]
@@ -183,7 +163,7 @@ def _windows(result: Mapping[str, Any]) -> list[str]:
 def _marked(sentence: str, words: Sequence[str]) -> str:
     """The sentence for Markdown with each unsupported word in bold."""
     out, at = [], 0
-    for a, b, _ in word_spans(sentence, words):
+    for a, b, _ in sections.word_spans(sentence, words):
         out += [text(sentence[at:a]), f"**{text(sentence[a:b])}**"]
         at = b
     return "".join([*out, text(sentence[at:])]).strip()
@@ -193,24 +173,25 @@ FLAGGED_HEADERS = ["sample", "consistency", "unsupported sentence", "best-matchi
 
 
 def _flagged(samples: Sequence[Mapping[str, Any]]) -> list[str]:
-    flagged = flagged_samples(samples)
+    flagged = sections.flagged_samples(samples)
     if not flagged:
         return []
     rows = [
         [
             text(str(s.get("doc_id", ""))),
-            num(s.get("live_consistency")),
+            sections.num(s.get("live_consistency")),
             _marked(sentence, words),
             text(passage) or "(none)",
         ]
-        for s, evidence in flagged[:FLAGGED_SHOWN]
+        for s, evidence in flagged[: sections.FLAGGED_SHOWN]
         for sentence, passage, words in evidence
     ]
     return [
         "",
         "**Served summaries the checker flags**",
         "",
-        flagged_intro(flagged, len(samples)) + " Words the source does not contain in bold.",
+        sections.flagged_intro(flagged, len(samples))
+        + " Words the source does not contain in bold.",
         "",
-        *table(Table(FLAGGED_HEADERS, rows)),
+        *table(sections.Table(FLAGGED_HEADERS, rows)),
     ]

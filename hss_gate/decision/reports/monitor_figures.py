@@ -14,26 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from hss_gate.decision.reports.figures import (
-    BAD,
-    CANDIDATE,
-    GOOD,
-    NEUTRAL,
-    PRODUCTION,
-    label,
-    picture,
-    rows_picture,
-)
+from hss_gate.decision.reports import figures
 from hss_gate.monitoring.trend import TrendPoint, trend_points
 
 # a run's verdict -> (words, colour, marker, filled): told apart by shape, not colour alone
 DECISIONS = {
-    "healthy": ("healthy", GOOD, "o", True),
-    "unhealthy": ("unhealthy", BAD, "^", True),
+    "healthy": ("healthy", figures.GOOD, "o", True),
+    "unhealthy": ("unhealthy", figures.BAD, "^", True),
     "insufficient_data": ("insufficient data", "#8a6d00", "D", False),
     "error": ("error", "#444444", "X", True),
 }
-OTHER = ("other verdict", NEUTRAL, "s", True)
+OTHER = ("other verdict", figures.NEUTRAL, "s", True)
 DEPLOY = "#6a5acd"
 NO_VALUE = -0.12
 """Where a run without a recorded flagged share sits: a band below the axis, marked n/a."""
@@ -50,8 +41,9 @@ def positions(points: Sequence[TrendPoint]) -> tuple[list[float], str]:
         first: dt.datetime = times[0]  # type: ignore[assignment]
         hours = [(t - first).total_seconds() / 3600 for t in times]  # type: ignore[operator]
         if hours[-1] > 72:
-            return [h / 24 for h in hours], f"days since the first run ({label(points[0].started)})"
-        return hours, f"hours since the first run ({label(points[0].started)})"
+            started = figures.label(points[0].started)
+            return [h / 24 for h in hours], f"days since the first run ({started})"
+        return hours, f"hours since the first run ({figures.label(points[0].started)})"
     return [float(i) for i in range(1, len(points) + 1)], "recorded run, oldest first"
 
 
@@ -72,7 +64,7 @@ def trend_svg(runs: Sequence[Mapping[str, Any]]) -> str:
     points = trend_points(runs)
     if not points:
         return ""
-    return picture(
+    return figures.picture(
         "monitor-trend",
         (6.4, 3.4),
         partial(draw_trend, points=points),
@@ -89,12 +81,12 @@ def draw_trend(figure: Any, points: Sequence[TrendPoint]) -> None:
     missing = any(p.flagged is None for p in points)
     flagged = np.array([np.nan if p.flagged is None else p.flagged for p in points])
     p_values = np.array([np.nan if p.p_value is None else p.p_value for p in points])
-    ax.plot(xs, flagged, color=PRODUCTION, linewidth=2, label="flagged share")
+    ax.plot(xs, flagged, color=figures.PRODUCTION, linewidth=2, label="flagged share")
     if not np.isnan(p_values).all():
         ax.plot(
             xs,
             p_values,
-            color=NEUTRAL,
+            color=figures.NEUTRAL,
             linewidth=1.2,
             linestyle="--",
             marker="s",
@@ -106,7 +98,7 @@ def draw_trend(figure: Any, points: Sequence[TrendPoint]) -> None:
     for x, model_id in deploys:  # the label on the side of the line with more room
         ax.axvline(x, color=DEPLOY, linestyle=":", linewidth=1.2)
         right = x > middle
-        words = f"{label(model_id, 24)} " if right else f" {label(model_id, 24)}"
+        words = f"{figures.label(model_id, 24)} " if right else f" {figures.label(model_id, 24)}"
         side = "right" if right else "left"
         ax.text(x, 1.0, words, color=DEPLOY, fontsize=8, va="top", ha=side)
     _verdict_markers(ax, points, xs)
@@ -132,7 +124,7 @@ def _verdict_markers(ax: Any, points: Sequence[TrendPoint], xs: Sequence[float])
     for decision in [d for d in DECISIONS if d in shown] + [d for d in shown if d not in DECISIONS]:
         words, colour, marker, filled = DECISIONS.get(decision, OTHER)
         if decision not in DECISIONS:
-            words = f"{label(decision.replace('_', ' '), 24)} (other verdict)"
+            words = f"{figures.label(decision.replace('_', ' '), 24)} (other verdict)"
         mine = [(x, p) for x, p in zip(xs, points, strict=True) if p.decision == decision]
         ax.plot(
             [x for x, _ in mine],
@@ -188,7 +180,7 @@ def flagged_shares_svg(result: Mapping[str, Any]) -> str:
     """The share of summaries each 0/1 signal flags in the reference and the current window,
     side by side, a signal the current window is significantly worse on marked ("" without
     such a test)."""
-    return rows_picture(
+    return figures.rows_picture(
         "monitor-flagged",
         flag_tests(result),
         (1.4, 0.42),
@@ -199,8 +191,8 @@ def flagged_shares_svg(result: Mapping[str, Any]) -> str:
 
 
 WINDOW_STYLE = (  # (offset, share, size, colour, hatch, words)
-    (-0.2, "reference_mean", "n_reference", PRODUCTION, "", "reference window"),
-    (0.2, "current_mean", "n_current", CANDIDATE, "//", "current window"),
+    (-0.2, "reference_mean", "n_reference", figures.PRODUCTION, "", "reference window"),
+    (0.2, "current_mean", "n_current", figures.CANDIDATE, "//", "current window"),
 )
 
 
@@ -233,7 +225,7 @@ def draw_flagged_shares(figure: Any, tests: Sequence[Mapping[str, Any]]) -> None
 
 
 def _test_label(test: Mapping[str, Any]) -> str:
-    text = label(test.get("label", test.get("signal", "")), 40)
+    text = figures.label(test.get("label", test.get("signal", "")), 40)
     return f"{text} [WORSE]" if test.get("worse") else text
 
 
