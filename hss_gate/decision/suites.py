@@ -238,7 +238,7 @@ def gate_expectations(
 
 
 def attribution_expectations(gate: GateSettings) -> list[ExpectationSpec]:
-    """The gate's attribution checks (gate_checks.attribution_checks) on its explained documents."""
+    """The gate's attribution checks (checks.attribution_checks) on its explained documents."""
     return [to_expectation(c) for c in attribution_checks(gate, OPTIONAL_DOCUMENT_RULES)]
 
 

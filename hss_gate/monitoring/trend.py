@@ -3,7 +3,7 @@ first, and the trend in one sentence.
 
 Pure: the share of served summaries the checker flags per run (`details.unsupported_share` of a
 stored run), its verdict, its model id and, where recorded, the p-value of the windows'
-consistency test. `decision_report/monitor_figures.py` draws it (matplotlib, inline SVG);
+consistency test. `decision/reports/monitor_figures.py` draws it (matplotlib, inline SVG);
 monitor.md and monitor.html write `trend_line`.
 """
 

@@ -19,7 +19,6 @@ Methods, each with an explicit budget of model evaluations (docs/ATTRIBUTION.md)
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -30,11 +29,11 @@ from pydantic import BaseModel, Field
 
 from hss_gate.research.instability import aggregate, align, word_changes
 from hss_gate.research.likelihood import LikelihoodModel
+from hss_gate.research.words import split_words, word_hierarchy
 from hss_gate.scoring.instability_metrics import instability, mass_wasserstein
 from hss_gate.text.masked_text import render, word_spans
 
 METHODS = ("shap", "lime", "smile", "attention")
-_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 
@@ -62,73 +61,6 @@ class AttributionSettings(BaseModel):
     max_words: int = Field(1500, ge=1, description="words the summarizer sees (max_input_words)")
     top_k: int = Field(10, ge=1, description="k of the top-k instability")
     seed: int = 0
-
-
-# --------------------------------------------------------------------------- words and masks
-
-
-def split_words(text: str) -> list[str]:
-    """The whitespace words (the attribution features); equals text.split()."""
-    return [text[a:b] for a, b in word_spans(text)]
-
-
-def word_index(spans: Sequence[tuple[int, int]], char_pos: int) -> int:
-    """Index of the word containing character char_pos (-1 if it falls between words)."""
-    for i, (start, end) in enumerate(spans):
-        if start <= char_pos < end:
-            return i
-    return -1
-
-
-def edit_positions(text: str, edits: Sequence[Any]) -> list[int]:
-    """Word positions of perturbation edits (hss_gate.text.perturb.Edit, char_start on `text`)."""
-    spans = word_spans(text)
-    return [word_index(spans, int(e.char_start)) for e in edits]
-
-
-def sentence_groups(words: Sequence[str]) -> list[list[int]]:
-    """Consecutive word indices per sentence (a word ending in . ! ? closes one)."""
-    groups: list[list[int]] = [[]]
-    for i, w in enumerate(words):
-        groups[-1].append(i)
-        if _SENTENCE_END.search(w):
-            groups.append([])
-    return [g for g in groups if g]
-
-
-def word_hierarchy(words: Sequence[str]) -> np.ndarray:
-    """A scipy-style linkage over the words: balanced binary splits inside each sentence,
-    then balanced over sentences. Only contiguous spans are ever grouped.
-
-    Rows are [left, right, height, size] with leaves 0..M-1 and merged nodes M, M+1, ...
-    """
-    m = len(words)
-    rows: list[list[float]] = []
-
-    def build(items: list[int], heights: dict[int, float]) -> int:
-        if len(items) == 1:
-            return items[0]
-        mid = (len(items) + 1) // 2
-        left, right = build(items[:mid], heights), build(items[mid:], heights)
-        size = _size(left, m, rows) + _size(right, m, rows)
-        height = max(heights.get(left, 0.0), heights.get(right, 0.0)) + 1.0
-        rows.append([left, right, height, size])
-        node = m + len(rows) - 1
-        heights[node] = height
-        return node
-
-    heights: dict[int, float] = {}
-    sentence_nodes = [build(g, heights) for g in sentence_groups(words)]
-    if len(sentence_nodes) > 1:
-        build(sentence_nodes, heights)
-    out = np.array(rows, dtype=np.float64).reshape(-1, 4)
-    if len(out):
-        out[:, 2] /= out[:, 2].max()
-    return out
-
-
-def _size(node: int, m: int, rows: list[list[float]]) -> float:
-    return 1.0 if node < m else rows[node - m][3]
 
 
 class _Target:

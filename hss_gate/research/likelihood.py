@@ -14,12 +14,8 @@ from typing import Any, Literal
 import numpy as np
 
 from hss_gate.common.errors import ModelError
-from hss_gate.models.likelihood import (
-    GgufLikelihood,
-    HfLikelihood,
-    LikelihoodModel,
-    likelihood_scorer,
-)
+from hss_gate.models.gguf_likelihood import GgufLikelihood
+from hss_gate.models.likelihood import HfLikelihood, LikelihoodModel, likelihood_scorer
 from hss_gate.settings import HssSettings
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,12 @@ def _mean(stat: dict[str, float] | None) -> str:
     return f"{stat['mean']:.3f}" if stat else "not measured"
 
 
+def _table_section(title: str, columns: Sequence[str], rows: Iterable[str]) -> list[str]:
+    """A `## title` section of the report: a blank line, the heading and a Markdown table."""
+    header = "| " + " | ".join(columns) + " |"
+    return ["", f"## {title}", "", header, "|" + "---|" * len(columns), *rows]
+
+
 def markdown_report(result: ScoreResult, meta: dict[str, Any]) -> str:
     """A short human-readable report of one run."""
     agg = result.aggregates
@@ -82,27 +89,23 @@ def markdown_report(result: ScoreResult, meta: dict[str, Any]) -> str:
             "",
             "HSS measures instability under meaning-preserving swaps; read it next to the "
             "rewriting share: a model that paraphrases more moves more.",
-            "",
-            "## By category",
-            "",
-            "| category | HSS | n |",
-            "|---|---|---|",
         ]
-        lines += [
-            f"| {c} | {_fmt(s, 'not measured')} | {s['n'] if s else 0} |"
-            for c, s in agg["by_category"].items()
-        ]
-    lines += [
-        "",
-        "## By strength",
-        "",
-        "| strength | mean share changed | mean distance |",
-        "|---|---|---|",
-    ]
-    lines += [
-        f"| {st} | {v['mean_share']:.3f} | {v['mean_distance']:.4f} |"
-        for st, v in agg["by_strength"].items()
-    ]
+        lines += _table_section(
+            "By category",
+            ("category", "HSS", "n"),
+            (
+                f"| {c} | {_fmt(s, 'not measured')} | {s['n'] if s else 0} |"
+                for c, s in agg["by_category"].items()
+            ),
+        )
+    lines += _table_section(
+        "By strength",
+        ("strength", "mean share changed", "mean distance"),
+        (
+            f"| {st} | {v['mean_share']:.3f} | {v['mean_distance']:.4f} |"
+            for st, v in agg["by_strength"].items()
+        ),
+    )
     if result.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"

@@ -44,9 +44,23 @@ def bootstrap_ci(
         return (float(v[0]), float(v[0]))
     rng = np.random.default_rng(seed)
     means = v[rng.integers(0, v.size, size=(resamples, v.size))].mean(axis=1)
+    return _percentile_interval(means, level)
+
+
+def _percentile_interval(means: np.ndarray, level: float) -> tuple[float, float]:
+    """The central `level` interval of bootstrap means (percentile method)."""
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(low), float(high))
+
+
+def _paired_difference(first: Sequence[float], second: Sequence[float]) -> np.ndarray:
+    """first - second item by item; ValueError when the samples are not paired."""
+    a = np.asarray(first, dtype=np.float64)
+    b = np.asarray(second, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError("paired samples must have the same length")
+    return a - b
 
 
 def paired_bootstrap_ci(
@@ -58,11 +72,7 @@ def paired_bootstrap_ci(
     seed: int = 0,
 ) -> tuple[float, float, float]:
     """Mean of first - second over paired items, with a percentile bootstrap CI."""
-    a = np.asarray(first, dtype=np.float64)
-    b = np.asarray(second, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError("paired samples must have the same length")
-    diff = a - b
+    diff = _paired_difference(first, second)
     low, high = bootstrap_ci(diff, resamples=resamples, level=level, seed=seed)
     return (float(diff.mean()), low, high)
 
@@ -75,11 +85,7 @@ def paired_t_ci(
     is checked by simulation in tests/unit/test_sequential.py)."""
     from scipy import stats
 
-    a = np.asarray(first, dtype=np.float64)
-    b = np.asarray(second, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError("paired samples must have the same length")
-    diff = a - b
+    diff = _paired_difference(first, second)
     mean = float(diff.mean())
     if diff.size < 2 or float(diff.std(ddof=1)) == 0.0:
         return (mean, mean, mean)
@@ -106,6 +112,5 @@ def difference_bootstrap_ci(
     diffs = a[rng.integers(0, a.size, size=(resamples, a.size))].mean(axis=1) - b[
         rng.integers(0, b.size, size=(resamples, b.size))
     ].mean(axis=1)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(diffs, [alpha, 1.0 - alpha])
-    return (float(a.mean() - b.mean()), float(low), float(high))
+    low, high = _percentile_interval(diffs, level)
+    return (float(a.mean() - b.mean()), low, high)

@@ -13,7 +13,7 @@ import math
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -178,6 +178,78 @@ def _sentence_spans(tokens: Sequence[Token]) -> dict[int, tuple[int, int]]:
     return {s: (a, b) for s, (a, b) in spans.items()}
 
 
+_Proposal = tuple[Token, str, float, str]  # token, replacement, cosine, swapped sentence
+
+
+def _word_proposals(
+    text: str,
+    token: Token,
+    span: tuple[int, int],
+    settings: PerturbSettings,
+    vectors: Neighbours,
+    lexicon: Lexicon,
+) -> list[_Proposal]:
+    """Up to _TRIES_PER_WORD vector neighbours of one token that pass the WordNet checks."""
+    lower = token.text.lower()
+    synonyms = lexicon.synonyms(token.lemma, token.pos, settings.max_senses)
+    if not synonyms:
+        return []
+    proposals: list[_Proposal] = []
+    for word, cosine in vectors.neighbours(lower, settings.neighbours, settings.tau):
+        bases = lexicon.base_forms(word, token.pos)
+        if token.lemma in bases or _morphological_relatives(lower, word):
+            continue
+        if not any(b in synonyms for b in bases):
+            continue
+        if any(lexicon.is_antonym(token.lemma, b) for b in bases):
+            continue
+        start, end = span
+        replacement = match_case(token.text, word)
+        offset = token.idx - start
+        sentence = text[start:end]
+        swapped = sentence[:offset] + replacement + sentence[offset + len(token.text) :]
+        proposals.append((token, replacement, cosine, swapped))
+        if len(proposals) >= _TRIES_PER_WORD:
+            break
+    return proposals
+
+
+def _retag_checked(
+    proposals: list[_Proposal], spans: dict[int, tuple[int, int]], tagger: Tagger
+) -> list[_Proposal]:
+    """The proposals whose replacement keeps its fine-grained tag in context, is no proper
+    noun or entity, and has a different lemma."""
+    retagged = tagger.tag_many([p[3] for p in proposals])
+    kept: list[_Proposal] = []
+    for (token, replacement, cosine, swapped), tags in zip(proposals, retagged, strict=True):
+        start = spans[token.sent][0]
+        hit = [t for t in tags if t.idx == token.idx - start]
+        if not hit or hit[0].text != replacement:
+            continue
+        new = hit[0]
+        if new.tag != token.tag or new.pos == "PROPN" or new.ent or new.lemma == token.lemma:
+            continue
+        kept.append((token, replacement, cosine, swapped))
+    return kept
+
+
+def _sentence_similarities(
+    text: str,
+    kept: list[_Proposal],
+    spans: dict[int, tuple[int, int]],
+    settings: PerturbSettings,
+    encode: Encode,
+) -> list[float]:
+    """SBERT cosine of each swapped sentence with its original (1.0 without the filter)."""
+    if not settings.semantic_filter:
+        return [1.0] * len(kept)
+    originals = sorted({t.sent for t, *_ in kept})
+    base = encode([text[spans[s][0] : spans[s][1]] for s in originals])
+    base_of = dict(zip(originals, base, strict=True))
+    swapped_vecs = encode([k[3] for k in kept])
+    return [float(np.dot(base_of[k[0].sent], v)) for k, v in zip(kept, swapped_vecs, strict=True)]
+
+
 def find_candidates(
     text: str,
     tokens: Sequence[Token],
@@ -193,57 +265,17 @@ def find_candidates(
     first_of_sentence = {}
     for t in tokens:
         first_of_sentence.setdefault(t.sent, t.i)
-    proposals: list[tuple[Token, str, float, str]] = []  # token, replacement, cosine, sentence
+    proposals: list[_Proposal] = []
     for token in tokens:
-        if not is_eligible(token, first_of_sentence[token.sent] == token.i, settings):
-            continue
-        lower = token.text.lower()
-        synonyms = lexicon.synonyms(token.lemma, token.pos, settings.max_senses)
-        if not synonyms:
-            continue
-        tried = 0
-        for word, cosine in vectors.neighbours(lower, settings.neighbours, settings.tau):
-            bases = lexicon.base_forms(word, token.pos)
-            if token.lemma in bases or _morphological_relatives(lower, word):
-                continue
-            if not any(b in synonyms for b in bases):
-                continue
-            if any(lexicon.is_antonym(token.lemma, b) for b in bases):
-                continue
-            start, end = spans[token.sent]
-            replacement = match_case(token.text, word)
-            offset = token.idx - start
-            sentence = text[start:end]
-            swapped = sentence[:offset] + replacement + sentence[offset + len(token.text) :]
-            proposals.append((token, replacement, cosine, swapped))
-            tried += 1
-            if tried >= _TRIES_PER_WORD:
-                break
+        if is_eligible(token, first_of_sentence[token.sent] == token.i, settings):
+            span = spans[token.sent]
+            proposals += _word_proposals(text, token, span, settings, vectors, lexicon)
     if not proposals:
         return {}
-    retagged = tagger.tag_many([p[3] for p in proposals])
-    kept: list[tuple[Token, str, float, str]] = []
-    for (token, replacement, cosine, swapped), tags in zip(proposals, retagged, strict=True):
-        start = spans[token.sent][0]
-        hit = [t for t in tags if t.idx == token.idx - start]
-        if not hit or hit[0].text != replacement:
-            continue
-        new = hit[0]
-        if new.tag != token.tag or new.pos == "PROPN" or new.ent or new.lemma == token.lemma:
-            continue
-        kept.append((token, replacement, cosine, swapped))
+    kept = _retag_checked(proposals, spans, tagger)
     if not kept:
         return {}
-    if settings.semantic_filter:
-        originals = sorted({t.sent for t, *_ in kept})
-        base = encode([text[spans[s][0] : spans[s][1]] for s in originals])
-        base_of = dict(zip(originals, base, strict=True))
-        swapped_vecs = encode([k[3] for k in kept])
-        sims = [
-            float(np.dot(base_of[k[0].sent], v)) for k, v in zip(kept, swapped_vecs, strict=True)
-        ]
-    else:
-        sims = [1.0] * len(kept)
+    sims = _sentence_similarities(text, kept, spans, settings, encode)
     out: dict[int, list[Candidate]] = defaultdict(list)
     for (token, replacement, cosine, _), sim in zip(kept, sims, strict=True):
         if settings.semantic_filter and sim < settings.gamma:
@@ -270,6 +302,57 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     return out
 
 
+def _group_similarity(
+    text: str, span: tuple[int, int], edits: Sequence[Edit], encode: Encode
+) -> float:
+    """SBERT cosine of a sentence with all of `edits` applied to it and the original."""
+    start, end = span
+    sentence = text[start:end]
+    shifted = [replace(e, char_start=e.char_start - start) for e in edits]
+    vecs = encode([sentence, apply_edits(sentence, shifted)])
+    return float(np.dot(vecs[0], vecs[1]))
+
+
+def _choose_edits(
+    text: str,
+    tokens: Sequence[Token],
+    candidates: dict[int, list[Candidate]],
+    order: Sequence[int],
+    target: int,
+    settings: PerturbSettings,
+    encode: Encode,
+) -> list[Edit]:
+    """Up to `target` edits, each token's best candidate taken in `order`; a swap that would
+    bring its sentence (with the swaps already in it) below gamma is skipped."""
+    by_index = {t.i: t for t in tokens}
+    spans = _sentence_spans(tokens)
+    chosen: dict[int, list[Edit]] = defaultdict(list)  # sentence -> edits
+    count = 0
+    for position in order:
+        if count >= target:
+            break
+        token = by_index[position]
+        cand = candidates[position][0]
+        edit = Edit(
+            position,
+            token.idx,
+            token.text,
+            cand.replacement,
+            cand.word_cosine,
+            cand.sentence_similarity,
+        )
+        group = chosen[token.sent]
+        if group and settings.semantic_filter:
+            sim = _group_similarity(text, spans[token.sent], [*group, edit], encode)
+            if sim < settings.gamma:
+                continue
+            for e in [*group, edit]:
+                e.sentence_similarity = round(sim, 6)
+        group.append(edit)
+        count += 1
+    return sorted((e for group in chosen.values() for e in group), key=lambda e: e.char_start)
+
+
 def perturb(
     doc_id: str,
     text: str,
@@ -290,47 +373,8 @@ def perturb(
     target = int(rng.integers(need_min, need_max + 1))
     pool = sorted(candidates)
     order = [pool[i] for i in rng.permutation(len(pool))]
-    by_index = {t.i: t for t in tokens}
-    spans = _sentence_spans(tokens)
-    chosen: dict[int, list[Edit]] = defaultdict(list)  # sentence -> edits
-    count = 0
-    for position in order:
-        if count >= target:
-            break
-        token = by_index[position]
-        cand = candidates[position][0]
-        edit = Edit(
-            position,
-            token.idx,
-            token.text,
-            cand.replacement,
-            cand.word_cosine,
-            cand.sentence_similarity,
-        )
-        group = chosen[token.sent]
-        if group and settings.semantic_filter:
-            start, end = spans[token.sent]
-            sentence = text[start:end]
-            shifted = [
-                Edit(
-                    e.position,
-                    e.char_start - start,
-                    e.original,
-                    e.replacement,
-                    e.word_cosine,
-                    e.sentence_similarity,
-                )
-                for e in [*group, edit]
-            ]
-            vecs = encode([sentence, apply_edits(sentence, shifted)])
-            sim = float(np.dot(vecs[0], vecs[1]))
-            if sim < settings.gamma:
-                continue
-            for e in [*group, edit]:
-                e.sentence_similarity = round(sim, 6)
-        group.append(edit)
-        count += 1
-    edits = sorted((e for group in chosen.values() for e in group), key=lambda e: e.char_start)
+    edits = _choose_edits(text, tokens, candidates, order, target, settings, encode)
+    count = len(edits)
     result = Perturbation(
         doc_id, strength, index, apply_edits(text, edits), n_words, (low, high), edits
     )

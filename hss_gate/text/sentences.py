@@ -7,7 +7,7 @@ boundary needs an upper-case letter, digit or quote after it) or lower-cased (th
 start a sentence), handles tokenized punctuation (" .", " ''"), un-glues "word.Word" (and, in
 lower-cased text, "word.word" unless it looks like a domain or an abbreviation), and keeps
 abbreviations and initials together. Measured against the earlier splitters and spaCy in
-`scripts/checker_dev.py split` (docs/CHECKER_DEV.md section 4).
+`experiments/checker_dev.py split` (docs/CHECKER_DEV.md section 4).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Facts first (hss_gate.decision.sequential.hss_plan): unless HSS blocks, only the
 the
 order (gate.hss_documents) are perturbed and their perturbed versions summarized; the others get
 their original's summary alone, which the deciding signals read. HSS is then compared on those
-documents and its checks read their table (gate_checks.HSS_DOCUMENTS). Progress: each look's
+documents and its checks read their table (checks.HSS_DOCUMENTS). Progress: each look's
 summaries, per model, under the look's name, and the summaries done of those planned with the
 time left at every look (progress.PlanProgress).
 """

@@ -481,7 +481,7 @@ def test_attribution_instability_across_a_swap_on_a_tiny_model(causal_dir: Path)
 
 
 def test_gbnf_literal_escapes_what_the_grammar_parser_reads() -> None:
-    from hss_gate.models.likelihood import _gbnf_literal
+    from hss_gate.models.gguf_likelihood import _gbnf_literal
 
     assert _gbnf_literal('say "hi"\\ now\n\tok') == '"say \\"hi\\"\\\\ now\\n\\tok"'
     assert _gbnf_literal("bell\x07 é") == '"bell\\x07 é"'

@@ -9,7 +9,6 @@ import pytest
 from scipy.stats import spearmanr, wasserstein_distance
 
 from hss_gate.models.embedding import HashingEmbedder
-from hss_gate.research.attribution import edit_positions, split_words, word_hierarchy
 from hss_gate.research.instability import (
     aggregate,
     align,
@@ -17,6 +16,7 @@ from hss_gate.research.instability import (
     sentence_shares,
     word_changes,
 )
+from hss_gate.research.words import edit_positions, split_words, word_hierarchy
 from hss_gate.scoring.distance import transport_shares
 from hss_gate.scoring.instability_metrics import (
     instability,

@@ -184,6 +184,28 @@ def test_every_package_states_its_floor_and_no_module_in_it_stands_higher():
     assert above == []
 
 
+MODULE_LINES, FUNCTION_LINES = 600, 60
+
+
+def test_no_module_over_600_lines_and_no_function_over_60_outside_research():
+    """Size guards: a module past 600 lines holds more than one concept; a function past 60
+    lines more than one step (the research wing's functions are exempt, its modules are not)."""
+    too_long = []
+    for path in _modules(PACKAGE):
+        source = path.read_text(encoding="utf-8")
+        where = path.relative_to(REPO).as_posix()
+        if len(source.splitlines()) > MODULE_LINES:
+            too_long.append(f"{where}: {len(source.splitlines())} lines")
+        if "research" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                if length > FUNCTION_LINES:
+                    too_long.append(f"{where}: {node.name} {length} lines")
+    assert too_long == []
+
+
 def _rank(floor: str) -> float:
     return len(FLOORS) - 1.5 if floor == APART else FLOORS.index(floor)
 

@@ -10,7 +10,7 @@
   monitor_figures.py (the trend over recorded runs, the windows' flagged shares).
 - junit.py: the gate as JUnit XML.
 
-The workflows call the renderers through this package (`decision_report.monitor_html(...)`).
+The workflows call the renderers through this package (`reports.monitor_html(...)`).
 """
 
 from __future__ import annotations

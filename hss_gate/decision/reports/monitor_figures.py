@@ -1,6 +1,6 @@
 """monitor.html's pictures: the trend over recorded runs and the windows' flagged shares.
 
-Pure: monitor.json's records in (the stored runs, read by `trend_plot.trend_points`; the
+Pure: monitor.json's records in (the stored runs, read by `trend.trend_points`; the
 windows' tests), SVG text out, drawn by `figures.picture`. The numbers of each picture are in
 the report's tables beside it (the recorded runs; "Is the current window worse?").
 """
