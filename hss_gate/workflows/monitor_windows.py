@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
@@ -201,8 +201,9 @@ def compare_windows(
     monitor = settings.monitor
     ref, source = steps.io(reference_window, store, model_id, monitor)
     current = [s for s in recent if s.model_id == model_id]
-    windows = describe_windows(model_id, ref, source, current, selection)
-    reasons = too_little_data(model_id, ref, source, current, selection, monitor)
+    paired = Windows(model_id, ref, source, current, selection)
+    windows = describe_windows(paired)
+    reasons = too_little_data(paired, monitor)
     if reasons:
         return windows | {"status": "insufficient_data", "reasons": reasons}
     values = reference_values(store, ref, source, tools, settings, steps)
@@ -223,32 +224,32 @@ def compare_windows(
     }
 
 
-def describe_windows(
-    model_id: str,
-    reference: list[Any],
-    source: dict[str, Any],
-    current: list[Any],
-    selection: dict[str, Any] | None,
-) -> dict[str, Any]:
+class Windows(NamedTuple):
+    """One served model's two windows: its reference window's samples and where they came from
+    (`source`), and the current window's samples and how they were chosen (`selection`)."""
+
+    model_id: str
+    reference: list[Any]
+    source: dict[str, Any]
+    current: list[Any]
+    selection: dict[str, Any] | None
+
+
+def describe_windows(windows: Windows) -> dict[str, Any]:
     """monitor.json's description of the two windows: the model id, the reference window
     (where it came from, its size and span) and the current one (size, span, how chosen)."""
+    reference, current = windows.reference, windows.current
     return {
-        "model_id": model_id,
-        "reference": source | {"n": len(reference), **_span(reference)},
-        "current": {"n": len(current), **_span(current), **(selection or {})},
+        "model_id": windows.model_id,
+        "reference": windows.source | {"n": len(reference), **_span(reference)},
+        "current": {"n": len(current), **_span(current), **(windows.selection or {})},
     }
 
 
-def too_little_data(
-    model_id: str,
-    reference: list[Any],
-    source: dict[str, Any],
-    current: list[Any],
-    selection: dict[str, Any] | None,
-    monitor: MonitorSettings,
-) -> list[str]:
+def too_little_data(windows: Windows, monitor: MonitorSettings) -> list[str]:
     """Why the windows cannot be compared (empty: they can): no current samples, a reference
     window not complete yet, or windows that share samples."""
+    model_id, reference, source, current, selection = windows
     overlap = {s.sample_id for s in reference} & {s.sample_id for s in current}
     if not current:
         since = (selection or {}).get("after")
