@@ -39,6 +39,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -198,27 +199,17 @@ def result_key(
 
 
 def explain_cached(
-    scorer: Any,
-    cache: Any,
-    doc_id: str,
-    text: str,
-    base_summary: str,
-    perturbed: Sequence[str],
-    settings: GateAttributionSettings,
-    max_words: int,
-    seed: int = 0,
+    cache: Any, key: str, doc_id: str, explain: Callable[[], ExplainedDocument]
 ) -> ExplainedDocument:
-    """explain_document, its result stored in the run cache (namespace "gate_attribution"):
-    a second gate on the same model, document, perturbations and settings reads it back."""
-    key = result_key(scorer.fingerprint, text, base_summary, perturbed, settings, max_words, seed)
+    """`explain()`'s result stored in the run cache under `key` (result_key; namespace
+    "gate_attribution"): a second gate on the same model, document, perturbations and settings
+    reads it back instead of explaining again."""
     if cache is not None:
         found = cache.get_many(NAMESPACE, [key])
         if key in found:
             stored = json.loads(found[key])
             return ExplainedDocument(**(stored | {"doc_id": doc_id, "cached": True}))
-    result = explain_document(
-        scorer, doc_id, text, base_summary, perturbed, settings, max_words, seed
-    )
+    result = explain()
     if cache is not None:
         cache.put_many(NAMESPACE, {key: json.dumps(result.to_dict()).encode()})
     return result
@@ -252,7 +243,20 @@ def explain_documents(
         chosen = list(texts.get(doc.doc_id, []))[: config.perturbations]
         key = result_key(scorer.fingerprint, doc.text, summary, chosen, config, max_words, seed)
         explained = explain_cached(
-            scorer, cache, doc.doc_id, doc.text, summary, chosen, config, max_words, seed
+            cache,
+            key,
+            doc.doc_id,
+            partial(
+                explain_document,
+                scorer,
+                doc.doc_id,
+                doc.text,
+                summary,
+                chosen,
+                config,
+                max_words,
+                seed,
+            ),
         )
         on_document(explained)
         out.append((key, explained))

@@ -21,6 +21,7 @@ from hss_gate.decision.attribution import (
     attribution_record,
     explain_cached,
     explain_document,
+    result_key,
 )
 from hss_gate.decision.record import Decision
 from hss_gate.decision.reports import decision_html, decision_markdown
@@ -119,13 +120,18 @@ class MemoryCache:
 def test_a_second_gate_reads_the_result_from_the_cache() -> None:
     scorer, cache = OverlapLikelihood(), MemoryCache()
     args = ("d1", TEXTS["d1"], SUMMARIES["d1"], PERTURBED["d1"], _config(), 1500)
-    first = explain_cached(scorer, cache, *args)
+
+    def cached(*args):
+        key = result_key(scorer.fingerprint, *args[1:], 0)
+        return explain_cached(cache, key, args[0], lambda: explain_document(scorer, *args))
+
+    first = cached(*args)
     spent = scorer.evaluations
-    again = explain_cached(scorer, cache, *args)
+    again = cached(*args)
     assert scorer.evaluations == spent  # no model evaluation
     assert again.cached and not first.cached
     assert again.rank == first.rank
-    other = explain_cached(scorer, cache, *args[:4], _config(per_sentence=3.0), 1500)
+    other = cached(*args[:4], _config(per_sentence=3.0), 1500)
     assert not other.cached  # other explainer settings: another key
 
 
