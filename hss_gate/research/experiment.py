@@ -11,7 +11,7 @@ Input tables:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,14 @@ COMPARATORS: dict[str, tuple[str, float | None]] = {
 }
 
 PAPER_STRENGTH = {"low": 0.38, "high": 0.62}
+
+
+def _scopes(frame: pd.DataFrame, smallest: int) -> Iterator[tuple[Any, pd.DataFrame]]:
+    """("all", every row), then each model's rows; a scope with fewer than `smallest` rows is
+    left out."""
+    for name, group in [("all", frame), *frame.groupby("model")]:
+        if len(group) >= smallest:
+            yield name, group
 
 
 def _correlations(
@@ -140,9 +148,7 @@ def handcheck_table(
     counted = errors.assign(model=errors["model"].map(model_names)).dropna(subset=["model"])
     merged = documents.merge(counted[["model", "doc_id", "errors"]], on=["model", "doc_id"])
     rows = []
-    for name, group in [("all", merged), *merged.groupby("model")]:
-        if len(group) < 3:
-            continue
+    for name, group in _scopes(merged, smallest=3):
         rows.append(
             {
                 "scope": name,
@@ -221,9 +227,7 @@ def extractiveness_table(documents: pd.DataFrame) -> pd.DataFrame:
     """Does HSS track hallucination or paraphrasing? HSS vs rewriting and vs unsupported share,
     raw and with the other held fixed."""
     rows = []
-    for name, group in [("all", documents), *documents.groupby("model")]:
-        if len(group) < 4:
-            continue
+    for name, group in _scopes(documents, smallest=4):
         rows.append(
             {
                 "scope": name,

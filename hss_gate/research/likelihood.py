@@ -49,7 +49,21 @@ class OverlapLikelihood:
         )
 
 
-class CachedLikelihood:
+class _Wrapped:
+    """A scorer wrapped: its fingerprint kept, its other attributes (word_attention,
+    evaluations, ...) passed through."""
+
+    def __init__(self, scorer: LikelihoodModel) -> None:
+        self.scorer = scorer
+        self.fingerprint = scorer.fingerprint
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "scorer":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.scorer, name)
+
+
+class CachedLikelihood(_Wrapped):
     """Any scorer with every evaluation stored in a Cache (namespace "loglik"), keyed by the
     scorer's fingerprint, the summary and the document: an interrupted attribution run
     resumes where it stopped, and a repeated one costs no model evaluation."""
@@ -57,15 +71,9 @@ class CachedLikelihood:
     namespace = "loglik"
 
     def __init__(self, scorer: LikelihoodModel, cache: Any) -> None:
-        self.scorer = scorer
+        super().__init__(scorer)
         self.cache = cache
-        self.fingerprint = scorer.fingerprint
         self.hits = 0
-
-    def __getattr__(self, name: str) -> Any:  # word_attention, evaluations, ...
-        if name == "scorer":  # not set yet (copy, unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.scorer, name)
 
     def loglik(self, documents: Sequence[str], summary: str) -> np.ndarray:
         from hss_gate.common.cache import content_key
@@ -87,7 +95,7 @@ class CachedLikelihood:
         return np.array([float.fromhex(found[k].decode()) for k in keys], dtype=np.float64)
 
 
-class CountedLikelihood:
+class CountedLikelihood(_Wrapped):
     """Any scorer, every document it is asked to score counted and reported to `advance` as
     it returns (progress that moves during a document: evaluations done of those planned).
     Callers that memoize (attribution's target, the sentence game) ask only for documents not
@@ -95,15 +103,9 @@ class CountedLikelihood:
     its hits too (a resumed run's progress moves as fast as the cache answers)."""
 
     def __init__(self, scorer: LikelihoodModel, advance: Callable[[int], None]) -> None:
-        self.scorer = scorer
+        super().__init__(scorer)
         self.advance = advance
-        self.fingerprint = scorer.fingerprint
         self.count = 0
-
-    def __getattr__(self, name: str) -> Any:  # word_attention, evaluations, ...
-        if name == "scorer":  # not set yet (copy, unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.scorer, name)
 
     def add(self, n: int) -> None:
         """Count n evaluations made elsewhere (a forward pass outside loglik, a plan's rest)."""
