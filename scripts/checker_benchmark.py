@@ -11,7 +11,8 @@ stores the per-sentence scores (--per-set N: N pairs a set drawn with seed 0) in
 outputs/checker_benchmark/<label>.jsonl (resumable). `table`
 aggregates them (mean, min, softmin) and prints ROC AUC per set, the share of production's
 reference summaries below the threshold and seconds per pair. Sets (never copied into the
-repository): SummEdits' four development domains (`evaluation` rows only), the SummaC SummEval
+repository): SummEdits' four development domains (all rows; `--splits evaluation` for the
+earlier protocol), the SummaC SummEval
 and FactCC subsets, QAGS CNN/DM and FRANK CNN/DM from ../shared/data/external.
 """
 
@@ -32,8 +33,11 @@ OUT = REPO / "outputs" / "checker_benchmark"
 DOMAINS = ("podcast", "sales_call", "samsum", "scitldr")
 
 
-def labelled_sets(data: Path) -> dict[str, list[tuple[str, str, str, int]]]:
-    """Set name -> (id, document, summary, label 1 = consistent)."""
+def labelled_sets(
+    data: Path, splits: tuple[str, ...] = ("evaluation", "test")
+) -> dict[str, list[tuple[str, str, str, int]]]:
+    """Set name -> (id, document, summary, label 1 = consistent); SummEdits' rows of `splits`
+    (all of them by default)."""
     from hss_gate.research.factuality_data import qags_pairs, summac_pairs
 
     out: dict[str, list[tuple[str, str, str, int]]] = {}
@@ -42,7 +46,7 @@ def labelled_sets(data: Path) -> dict[str, list[tuple[str, str, str, int]]]:
         out[domain] = [
             (f"{domain}-{i}", r["doc"], r["summary"], int(r["label"]))
             for i, r in enumerate(rows)
-            if r["split"] == "evaluation"
+            if r["split"] in splits
         ]
     for name in ("summeval", "factcc"):
         pairs = summac_pairs(json.loads((data / f"summac_{name}.json").read_text()))
@@ -103,7 +107,7 @@ def cmd_score(args) -> int:
     done = set()
     if path.exists():
         done = {json.loads(line)["key"] for line in path.read_text().splitlines()}
-    sets = labelled_sets(args.data)
+    sets = labelled_sets(args.data, tuple(args.splits.split(",")))
     sets["production"] = production_pairs()
     if args.candidate:
         sets["candidate"] = production_pairs(Path(args.candidate))
@@ -269,6 +273,11 @@ def main() -> int:
         "--per-set", type=int, default=0, help="at most this many pairs a set (seed 0)"
     )
     score.add_argument("--data", type=Path, default=DATA)
+    score.add_argument(
+        "--splits",
+        default="evaluation,test",
+        help="SummEdits rows scored (until 2026-12-07: evaluation)",
+    )
     table = sub.add_parser("table")
     table.add_argument("--label", default="shipped")
     lodo = sub.add_parser("lodo")

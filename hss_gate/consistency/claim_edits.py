@@ -89,6 +89,9 @@ def swap_number(sentence: str, document_numbers: Sequence[str], rng: random.Rand
         return None
     old = rng.choice(present)
     others = sorted({n for n in document_numbers if n != old and n not in present})
+    # another number of the document 60% of the time, else the number scaled by one of the
+    # factors below (a year moved by 1-3): set by hand when this was written (8dabfb7,
+    # 2026-12-05); no data chose these shares and factors and they were never tuned
     if others and rng.random() < 0.6:
         new = rng.choice(others)
     else:
@@ -196,7 +199,8 @@ def _replace(text: str, start: int, end: int, new: str) -> str:
 def synonym_swap(
     claim: str, candidates: dict[int, list[Candidate]], tokens: Sequence[Token], rng: random.Random
 ) -> str | None:
-    """One or two words swapped for their checked synonyms (`perturb.find_candidates`)."""
+    """One or two words swapped for their checked synonyms (`perturb.find_candidates`): two a
+    third of the time, a share set by hand (8dabfb7), chosen on no data."""
     if not candidates:
         return None
     by_index = {t.i: t for t in tokens}
@@ -443,7 +447,7 @@ def inconsistent_edit(
     kinds: Sequence[str] = INCONSISTENT_KINDS,
 ) -> tuple[str, str] | None:
     """(kind, text) of one edit that changes one fact, the kind drawn at random among those
-    that apply, or None."""
+    that apply (uniformly: no data weighted the kinds), or None."""
     c, t = context.claim, context.tokens
     makers: dict[str, Callable[[], str | None]] = {
         "entity": lambda: (

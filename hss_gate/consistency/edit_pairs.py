@@ -31,7 +31,11 @@ from hss_gate.consistency.evidence import Evidence, choose_evidence, without
 from hss_gate.text.perturb import Token, find_candidates
 from hss_gate.text.sentences import split_sentences
 
-CLAIM_WORDS = (5, 60)  # a seed claim's length in words, inclusive
+# Set by hand when the module was written (8dabfb7, 2026-12-05); no data chose them and they
+# were never tuned: a seed claim's length in words (inclusive), and the insertable modifiers'
+# ranks among the collection's adjectives (the 50 most common are too plain to change a fact).
+CLAIM_WORDS = (5, 60)
+MODIFIER_RANKS = (50, 600)
 PHRASE_LABELS = (*ce.ENTITY_TYPES, "DATE")
 
 
@@ -134,7 +138,8 @@ def document_pools(
         for t in parsed:
             if t.pos_ == "ADJ" and t.text.isalpha() and t.text.islower() and len(t.text) > 3:
                 adjectives[t.text] += 1
-    return pools, tuple(w for w, _ in adjectives.most_common(600)[50:])
+    first, last = MODIFIER_RANKS
+    return pools, tuple(w for w, _ in adjectives.most_common(last)[first:])
 
 
 def edit_pairs(
@@ -182,15 +187,20 @@ def edit_pairs(
     return seed_pairs([s for s, _ in seeds], consistent, inconsistent, seed)
 
 
+SUMMEDITS_SPLITS = ("evaluation",)  # the SummEdits rows read unless a stage names others
+
+
 def read_seed_documents(
-    path: str | Path, summaries: str | Path | None = None
+    path: str | Path,
+    summaries: str | Path | None = None,
+    splits: Sequence[str] = SUMMEDITS_SPLITS,
 ) -> list[SeedDocument]:
     """The documents of one collection with the summaries written for them:
 
     - a SummaC-style JSON object of records: `document` (or `doc`), and `reference_summary`
       when the collection has one;
     - a SummEdits JSON list (`doc`, `original_summary`, `split`): one document per distinct
-      `doc`, its seed summaries from the `evaluation` rows only (a `test` row is never read);
+      `doc`, its seed summaries from the rows of `splits` only (`evaluation` by default);
     - JSON Lines (`read_documents`' fields), with `summaries` a JSON Lines file of stored
       summaries (`doc_id`, `summary`, `strength`: the base summaries are taken), e.g. a
       baseline's summaries.jsonl.
@@ -201,7 +211,7 @@ def read_seed_documents(
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, list):
-            return _summedits_documents(path, data)
+            return _summedits_documents(path, data, splits)
         return [
             SeedDocument(
                 f"{path.stem}:{key}",
@@ -222,10 +232,12 @@ def read_seed_documents(
     ]
 
 
-def _summedits_documents(path: Path, rows: list[dict[str, Any]]) -> list[SeedDocument]:
+def _summedits_documents(
+    path: Path, rows: list[dict[str, Any]], splits: Sequence[str]
+) -> list[SeedDocument]:
     seeds: dict[str, list[str]] = {}
     for row in rows:
-        if row.get("split") != "evaluation":
+        if row.get("split") not in splits:
             continue
         found = seeds.setdefault(str(row["doc"]), [])
         if row.get("original_summary") and row["original_summary"] not in found:
@@ -236,18 +248,22 @@ def _summedits_documents(path: Path, rows: list[dict[str, Any]]) -> list[SeedDoc
     ]
 
 
-def labelled_pairs(path: str | Path, tools: EditTools) -> list[Pair]:
-    """Sentence-level pairs from a SummEdits file's `evaluation` rows (never its `test` rows):
+def labelled_pairs(
+    path: str | Path, tools: EditTools, splits: Sequence[str] = SUMMEDITS_SPLITS
+) -> list[Pair]:
+    """Sentence-level pairs from a SummEdits file's rows of `splits` (`evaluation` by default):
     each summary sentence on its evidence, labelled 1 when the summary is consistent or the
     sentence is one of the seed summary's, else 0 (the edited sentences of an inconsistent
-    summary)."""
+    summary). A (evidence, sentence, label) already taken is not taken again: the unchanged
+    sentences of a seed summary stand in every one of its edited rows."""
     path = Path(path)
     rows = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     if not isinstance(rows, list):
         raise InputError(f"{path}: not a SummEdits file (a JSON list of rows)")
     out: list[Pair] = []
+    taken: set[tuple[str, str, int]] = set()
     for row in rows:
-        if row.get("split") != "evaluation":
+        if row.get("split") not in splits:
             continue
         seed = set(split_sentences(str(row["original_summary"])))
         claims = split_sentences(str(row["summary"]))
@@ -258,6 +274,9 @@ def labelled_pairs(path: str | Path, tools: EditTools) -> list[Pair]:
         for claim, vector in zip(claims, tools.vectors_of(claims), strict=True):
             label = int(row["label"] == 1 or claim in seed)
             found = tools.evidence(sentences, vectors, vector, claim)
+            if (found.text, claim, label) in taken:
+                continue
+            taken.add((found.text, claim, label))
             kind = "labelled:" + ("same" if claim in seed else "edited")
             out.append(Pair(found.text, claim, label, kind, f"{path.stem}"))
     return out

@@ -35,18 +35,45 @@ ENTAIL_LODO_AUC: float | None = 0.64  # per domain 0.645, 0.832, 0.624, 0.457
 ENTAIL_LODO_BALANCED_ACCURACY: float | None = 0.58  # per domain 0.585, 0.588, 0.655, 0.510
 
 
+# The settings those figures were measured under, besides the adapter: the embedded SBERT for
+# evidence, params.yaml's default evidence (3 sentences, 1 neighbour), aggregate and threshold.
+# A checker read any other way (`mean` moves one domain from 0.645 to 0.465) was not measured.
+ENTAIL_MEASURED_EMBEDDER = "sbert:all-minilm-l6-v2"
+ENTAIL_MEASURED_READING = {"top": 3, "neighbours": 1, "aggregate": "min"}
+
+
+def measured_fingerprint() -> str:
+    """The whole fingerprint the trust figures above belong to."""
+    from hss_gate.consistency.entail_checker import entail_fingerprint
+
+    return entail_fingerprint(
+        ENTAIL_ADAPTER_SHA256,
+        ENTAIL_MEASURED_EMBEDDER,
+        threshold=ENTAIL_THRESHOLD,
+        **ENTAIL_MEASURED_READING,  # type: ignore[arg-type]
+    )
+
+
 def checker_trust(fingerprint: str) -> str:
     """One sentence for a report: how well the checker of `fingerprint` tells a summary that
-    changed one fact from one that only reworded it, as measured (or that it was not)."""
+    changed one fact from one that only reworded it, as measured for that whole fingerprint
+    (adapter, evidence, aggregate, threshold), or that it was not."""
     name = fingerprint.split(":", 1)[0] or "n/a"
-    shipped = fingerprint.startswith(f"entail:{ENTAIL_ADAPTER_SHA256[:12]}")
-    if shipped and ENTAIL_LODO_AUC is not None and ENTAIL_LODO_BALANCED_ACCURACY is not None:
+    measured = ENTAIL_LODO_AUC is not None and ENTAIL_LODO_BALANCED_ACCURACY is not None
+    if measured and fingerprint == measured_fingerprint():
         return (
             "the shipped entail checker tells a one-fact change from a rewording of an LLM's "
             f"summary at ROC AUC {ENTAIL_LODO_AUC:.2f} and balanced accuracy "
             f"{ENTAIL_LODO_BALANCED_ACCURACY:.2f} (SummEdits, four domains, each left out of "
             "its training; 0.5 is chance): read its verdicts as a noisy signal "
             "(docs/FACTUALITY.md)"
+        )
+    if fingerprint.startswith(f"entail:{ENTAIL_ADAPTER_SHA256[:12]}:"):
+        return (
+            "how well the shipped entail checker read with these settings (evidence, aggregate "
+            "or threshold other than the defaults) tells a one-fact change of an LLM's summary "
+            "from a rewording is not measured (docs/FACTUALITY.md has the figures of the "
+            "default reading)"
         )
     return (
         f"how well the {name} checker tells a one-fact change of an LLM's summary from a "

@@ -61,7 +61,13 @@ class CheckerStage(BaseModel):
     )
     labelled: list[str] = Field(
         default_factory=list,
-        description="SummEdits files whose evaluation rows (never test rows) are sentence pairs",
+        description="SummEdits files whose rows (of `splits`) are sentence pairs",
+    )
+    splits: list[Literal["evaluation", "test"]] = Field(
+        default_factory=lambda: ["evaluation"],
+        min_length=1,
+        description="the SummEdits rows a stage reads, for its labelled pairs and its seed "
+        "documents (a fold that reports on a domain leaves that domain's file out)",
     )
     epochs: int = Field(1, ge=1)
     learning_rate: float = Field(5e-4, gt=0)

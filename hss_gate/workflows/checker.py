@@ -90,10 +90,10 @@ def stage_pairs(stage: CheckerStage, seed: int, tools: EditTools, sdist: Path | 
             raise InputError("checker: SNLI pairs asked for but no SNLI source distribution")
         pairs += ed.snli_pairs(sdist, stage.snli_pairs, seed)
     for i, collection in enumerate(stage.documents):
-        documents = read_seed_documents(collection.path, collection.summaries)
+        documents = read_seed_documents(collection.path, collection.summaries, stage.splits)
         pairs += edit_pairs(documents, tools, collection.sentences, seed + i)
     for path in stage.labelled:
-        pairs += labelled_pairs(path, tools)
+        pairs += labelled_pairs(path, tools, stage.splits)
     return pairs
 
 

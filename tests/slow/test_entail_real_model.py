@@ -39,15 +39,16 @@ TWINS = [
 @pytest.fixture(scope="module")
 def checker():
     from hss_gate.consistency.checker import load_checker
+    from hss_gate.models import model_store
     from hss_gate.models.embedding import SbertEmbedder
     from hss_gate.settings import HssSettings
 
     settings = HssSettings()
-    try:
-        embedder = SbertEmbedder(settings.score.embedder)
-        embedder.encode(["warm up"])
-    except Exception as exc:  # the embedded models are not installed
-        pytest.skip(f"SBERT unavailable: {exc}")
+    if not model_store.is_installed(model_store.resolve_name("all-minilm-l6-v2")):
+        pytest.skip("the embedded SBERT is not installed (hss models install)")
+    # installed: a failure to load it (a broken install, a wrong digest) fails the test
+    embedder = SbertEmbedder(settings.score.embedder)
+    embedder.encode(["warm up"])
     options = settings.consistency.entail_options()
     return load_checker("entail", "", None, embedder.encode, embedder.fingerprint, **options)
 

@@ -13,13 +13,19 @@ SOURCE = (
 )
 
 
+def _skip_unless_installed(name: str) -> None:
+    """Skip when the embedded model is absent; once installed, a failure to load it fails."""
+    from hss_gate.models import model_store
+
+    if not model_store.is_installed(model_store.resolve_name(name)):
+        pytest.skip(f"{name} is not installed (hss models install {name})")
+
+
 def _glove_or_skip():
     from hss_gate.consistency.novelty import glove_ranks
 
-    try:
-        return glove_ranks()
-    except Exception as exc:  # not installed / failed verification
-        pytest.skip(f"GloVe word list unavailable: {exc}")
+    _skip_unless_installed("glove-6b-50d")
+    return glove_ranks()
 
 
 def test_shipped_checker_on_real_ranks() -> None:
@@ -46,10 +52,8 @@ def test_lm_contrast_on_smollm2(tmp_path) -> None:
     pytest.importorskip("transformers")
     from hss_gate.consistency.lm_contrast import ContrastModel, load_lm
 
-    try:
-        model, tok, fp = load_lm(str(tmp_path))
-    except Exception as exc:
-        pytest.skip(f"SmolLM2 GGUF unavailable: {exc}")
+    _skip_unless_installed("smollm2-135m-instruct")
+    model, tok, fp = load_lm(str(tmp_path))
     scorer = ContrastModel(model, tok, fp, max_source_tokens=64)
     c = scorer.contrast(SOURCE, "Mayor Anna Lopez approved 12 million dollars.")
     assert len(c.spans) == len(c.with_source) == len(c.without_source) > 3

@@ -49,7 +49,7 @@ def _summedits(tmp_path: Path) -> Path:
             "summary": "Mike asks Ann to buy butter. Ann finds milk in the fridge.",
             "original_summary": SEED,
             "label": 0,
-            "split": "test",  # never read
+            "split": "test",  # read only when a stage's splits name it
         },
     ]
     path = tmp_path / "summedits_chat.json"
@@ -57,7 +57,7 @@ def _summedits(tmp_path: Path) -> Path:
     return path
 
 
-def test_summedits_documents_take_seeds_from_evaluation_rows_only(tmp_path):
+def test_summedits_documents_take_seeds_from_the_named_splits_only(tmp_path):
     path = _summedits(tmp_path)
     documents = ep.read_seed_documents(path)
     assert documents == [ep.SeedDocument("summedits_chat:0", DOC, (SEED,))]
@@ -65,7 +65,9 @@ def test_summedits_documents_take_seeds_from_evaluation_rows_only(tmp_path):
     for row in rows:
         row["split"] = "test"
     path.write_text(json.dumps(rows))
-    assert ep.read_seed_documents(path) == []  # only test rows: nothing is read
+    assert ep.read_seed_documents(path) == []  # only test rows: nothing is read by default
+    both = ep.read_seed_documents(path, splits=("evaluation", "test"))
+    assert both == [ep.SeedDocument("summedits_chat:0", DOC, (SEED,))]
 
 
 def test_jsonl_documents_get_their_stored_base_summaries_and_summac_their_reference(tmp_path):
@@ -109,7 +111,8 @@ def test_labelled_rows_label_the_edited_sentence_of_an_inconsistent_summary(tmp_
         ("Ann asks Mike to buy butter.", 1, "labelled:same"),
         ("Ann finds milk in the fridge.", 1, "labelled:same"),
         ("Ann asks Mike to buy cheese.", 0, "labelled:edited"),
-        ("Ann finds milk in the fridge.", 1, "labelled:same"),
-    ]  # the test row (Mike asks Ann) never appears
+    ]  # the unchanged sentence of the edited row is taken once; the test row is not read
+    both = ep.labelled_pairs(_summedits(tmp_path), _tools(), splits=("evaluation", "test"))
+    assert [(p.hypothesis, p.label) for p in both][3:] == [("Mike asks Ann to buy butter.", 0)]
     with pytest.raises(InputError, match="SummEdits"):
         ep.labelled_pairs(tmp_path / "absent.json", _tools())

@@ -262,13 +262,46 @@ def test_verified_adapter_returns_the_digest_of_a_user_file(tmp_path):
 
 
 def test_reports_state_the_shipped_checkers_measured_trust_and_no_number_for_another():
-    shipped = f"entail:{entail_release.ENTAIL_ADAPTER_SHA256[:12]}:sbert:x:split-v2:ev2:t3n1:min"
+    shipped = entail_release.measured_fingerprint()
     said = entail_release.checker_trust(shipped)
     assert f"ROC AUC {entail_release.ENTAIL_LODO_AUC:.2f}" in said
     assert f"balanced accuracy {entail_release.ENTAIL_LODO_BALANCED_ACCURACY:.2f}" in said
     for other in (f"entail:{'0' * 12}:sbert", "sbert-zs:x", "judge:openai:http://h/v1"):
         assert "not measured" in entail_release.checker_trust(other)
         assert "ROC AUC" not in entail_release.checker_trust(other)
+
+
+def test_the_shipped_adapter_read_another_way_is_not_measured():
+    sha = entail_release.ENTAIL_ADAPTER_SHA256
+    embedder = entail_release.ENTAIL_MEASURED_EMBEDDER
+    threshold = entail_release.ENTAIL_THRESHOLD
+    for reading in (
+        {"top": 3, "neighbours": 1, "aggregate": "mean", "threshold": threshold},
+        {"top": 4, "neighbours": 1, "aggregate": "min", "threshold": threshold},
+        {"top": 3, "neighbours": 1, "aggregate": "min", "threshold": 0.5},
+    ):
+        other = entail_checker.entail_fingerprint(sha, embedder, **reading)
+        said = entail_release.checker_trust(other)
+        assert "not measured" in said and "ROC AUC" not in said, reading
+
+
+def test_the_measured_fingerprint_is_the_default_settings_and_the_baselines():
+    import json
+    from pathlib import Path
+
+    from hss_gate.settings import HssSettings
+
+    consistency = HssSettings().consistency
+    reading = entail_release.ENTAIL_MEASURED_READING
+    assert consistency.aggregate == reading["aggregate"]
+    assert (consistency.evidence_top, consistency.evidence_neighbours) == (
+        reading["top"],
+        reading["neighbours"],
+    )
+    assert consistency.threshold is None and consistency.adapter is None
+    metrics = Path(__file__).parents[2] / "data" / "baseline" / "metrics.json"
+    recorded = json.loads(metrics.read_text())["checker"]
+    assert recorded == entail_release.measured_fingerprint()
 
 
 def test_a_claim_its_evidence_quotes_word_for_word_is_supported_without_the_model():
