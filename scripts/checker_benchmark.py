@@ -158,6 +158,9 @@ def cmd_lodo(args) -> int:
     grid = np.round(np.arange(0.01, 0.99, 0.01), 2)
     found = []
     for held in DOMAINS:
+        if not (OUT / f"{args.prefix}{held}.jsonl").exists():
+            print(f"{args.prefix}{held}: not scored yet, left out of the table", file=sys.stderr)
+            continue
         rows = read_rows(f"{args.prefix}{held}")
         by_set = {name: [r for r in rows if r["set"] == name] for name in (*DOMAINS, "production")}
 
@@ -168,6 +171,9 @@ def cmd_lodo(args) -> int:
             labels = [r["label"] for r in by_set[name]]  # noqa: B023
             return balanced_accuracy(labels, [int(x >= threshold) for x in scored(name, how)])
 
+        others = [d for d in DOMAINS if d != held and by_set[d]]
+        if not others and not (args.aggregate and args.rule == "production"):
+            raise SystemExit(f"{args.prefix}{held}: no other domain scored; pass --aggregate")
         best = (-1.0, "", 0.0)
         for how in [args.aggregate] if args.aggregate else AGGREGATES:
             if args.rule == "production":
@@ -175,7 +181,7 @@ def cmd_lodo(args) -> int:
             else:
                 thresholds = list(grid)
             for threshold in thresholds:
-                mean = np.mean([accuracy(d, how, threshold) for d in DOMAINS if d != held])
+                mean = np.mean([accuracy(d, how, threshold) for d in others]) if others else 0.0
                 best = max(best, (float(mean), how, float(threshold)))
         train_bacc, how, threshold = best
         labels = [r["label"] for r in by_set[held]]
@@ -186,6 +192,8 @@ def cmd_lodo(args) -> int:
             "threshold": round(threshold, 4),
             "train_bacc": round(train_bacc, 3),
             "auc": round(roc_auc(labels, scored(held, how)), 3),
+            "auc_evaluation_rows": _auc_of_split(args.data, held, by_set[held], how, "evaluation"),
+            "auc_test_rows": _auc_of_split(args.data, held, by_set[held], how, "test"),
             "bacc": round(accuracy(held, how, threshold), 3),
             "production_flagged": round(float(np.mean([x < threshold for x in production])), 3),
         }
@@ -196,6 +204,22 @@ def cmd_lodo(args) -> int:
         worst = max(values) if key == "production_flagged" else min(values)
         print(f"{key}: mean {np.mean(values):.3f}, worst {worst:.3f}")
     return 0
+
+
+def _auc_of_split(data: Path, domain: str, rows: list[dict], how: str, split: str) -> float | None:
+    """ROC AUC on the rows of one SummEdits split (keys `<domain>/<domain>-<row index>`)."""
+    from hss_gate.consistency.calibration import roc_auc
+    from hss_gate.consistency.entail_checker import aggregate_scores
+
+    splits = [
+        r["split"]
+        for r in json.loads((data / "summedits" / f"summedits_{domain}.json").read_text())
+    ]
+    chosen = [r for r in rows if splits[int(r["key"].rsplit("-", 1)[1])] == split]
+    if len({r["label"] for r in chosen}) < 2:
+        return None
+    scores = [aggregate_scores(r["scores"], how) for r in chosen]
+    return round(roc_auc([r["label"] for r in chosen], scores), 3)
 
 
 def cmd_handcheck(args) -> int:
@@ -285,6 +309,7 @@ def main() -> int:
     lodo.add_argument("--rule", choices=("labels", "production"), default="production")
     lodo.add_argument("--share", type=float, default=0.2, help="--rule production's share")
     lodo.add_argument("--aggregate", help="this aggregate only (default: chosen per fold)")
+    lodo.add_argument("--data", type=Path, default=DATA)
     handcheck = sub.add_parser("handcheck")
     handcheck.add_argument("--label", default="shipped")
     handcheck.add_argument("--threshold", type=float, help="default: ENTAIL_THRESHOLD")

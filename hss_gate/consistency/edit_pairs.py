@@ -249,13 +249,16 @@ def _summedits_documents(
 
 
 def labelled_pairs(
-    path: str | Path, tools: EditTools, splits: Sequence[str] = SUMMEDITS_SPLITS
+    path: str | Path,
+    tools: EditTools,
+    splits: Sequence[str] = SUMMEDITS_SPLITS,
+    unique: bool = False,
 ) -> list[Pair]:
     """Sentence-level pairs from a SummEdits file's rows of `splits` (`evaluation` by default):
     each summary sentence on its evidence, labelled 1 when the summary is consistent or the
     sentence is one of the seed summary's, else 0 (the edited sentences of an inconsistent
-    summary). A (evidence, sentence, label) already taken is not taken again: the unchanged
-    sentences of a seed summary stand in every one of its edited rows."""
+    summary). With `unique`, a (evidence, sentence, label) already taken is not taken again
+    (the unchanged sentences of a seed summary stand in every one of its edited rows)."""
     path = Path(path)
     rows = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     if not isinstance(rows, list):
@@ -274,7 +277,7 @@ def labelled_pairs(
         for claim, vector in zip(claims, tools.vectors_of(claims), strict=True):
             label = int(row["label"] == 1 or claim in seed)
             found = tools.evidence(sentences, vectors, vector, claim)
-            if (found.text, claim, label) in taken:
+            if unique and (found.text, claim, label) in taken:
                 continue
             taken.add((found.text, claim, label))
             kind = "labelled:" + ("same" if claim in seed else "edited")

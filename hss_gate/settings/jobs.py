@@ -69,6 +69,11 @@ class CheckerStage(BaseModel):
         description="the SummEdits rows a stage reads, for its labelled pairs and its seed "
         "documents (a fold that reports on a domain leaves that domain's file out)",
     )
+    unique_pairs: bool = Field(
+        False,
+        description="take a labelled (evidence, sentence, label) once, not once a row (the "
+        "shipped 2026-12-05 recipe kept the repeats)",
+    )
     epochs: int = Field(1, ge=1)
     learning_rate: float = Field(5e-4, gt=0)
 

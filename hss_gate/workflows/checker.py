@@ -93,7 +93,7 @@ def stage_pairs(stage: CheckerStage, seed: int, tools: EditTools, sdist: Path | 
         documents = read_seed_documents(collection.path, collection.summaries, stage.splits)
         pairs += edit_pairs(documents, tools, collection.sentences, seed + i)
     for path in stage.labelled:
-        pairs += labelled_pairs(path, tools, stage.splits)
+        pairs += labelled_pairs(path, tools, stage.splits, stage.unique_pairs)
     return pairs
 
 

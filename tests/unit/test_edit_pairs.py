@@ -105,14 +105,16 @@ def test_seeds_are_source_and_summary_sentences_on_evidence_that_fits_the_window
 
 
 def test_labelled_rows_label_the_edited_sentence_of_an_inconsistent_summary(tmp_path):
-    pairs = ep.labelled_pairs(_summedits(tmp_path), _tools())
+    pairs = ep.labelled_pairs(_summedits(tmp_path), _tools(), unique=True)
     got = [(p.hypothesis, p.label, p.kind) for p in pairs]
     assert got == [
         ("Ann asks Mike to buy butter.", 1, "labelled:same"),
         ("Ann finds milk in the fridge.", 1, "labelled:same"),
         ("Ann asks Mike to buy cheese.", 0, "labelled:edited"),
     ]  # the unchanged sentence of the edited row is taken once; the test row is not read
-    both = ep.labelled_pairs(_summedits(tmp_path), _tools(), splits=("evaluation", "test"))
+    repeated = ep.labelled_pairs(_summedits(tmp_path), _tools())
+    assert [p.hypothesis for p in repeated].count("Ann finds milk in the fridge.") == 2
+    both = ep.labelled_pairs(_summedits(tmp_path), _tools(), ("evaluation", "test"), unique=True)
     assert [(p.hypothesis, p.label) for p in both][3:] == [("Mike asks Ann to buy butter.", 0)]
     with pytest.raises(InputError, match="SummEdits"):
         ep.labelled_pairs(tmp_path / "absent.json", _tools())

@@ -161,6 +161,19 @@ def test_a_stop_word_summary_and_a_source_in_another_language_have_defined_score
     assert "Stadtrat" in foreign.unsupported[0].passage
 
 
+def test_a_one_word_summary_and_numbers_written_as_words_have_defined_scores():
+    model = ContainmentModel()
+    one_word, spelled, invented_word = _checker(model).check(
+        [(SOURCE, "Budget."), (SOURCE, "The river rose by two metres."), (SOURCE, "Tornado.")]
+    )
+    assert one_word.consistency == 1.0 and one_word.unsupported == ()  # its word is the source's
+    assert spelled.consistency == 1.0  # "two" as the source writes it
+    assert invented_word.consistency == 0.0
+    assert [u.sentence for u in invented_word.unsupported] == ["Tornado."]
+    digits = _checker(ContainmentModel()).check([(SOURCE, "The river rose by 2 metres.")])[0]
+    assert 0.0 <= digits.consistency <= 1.0  # "2" against "two": a defined score, no crash
+
+
 def test_scores_are_cached_per_evidence_and_claim_across_summaries_and_batched():
     model = ContainmentModel()
     checker = _checker(model)
