@@ -199,11 +199,51 @@ def cmd_lodo(args) -> int:
         }
         found.append(row)
         print(json.dumps(row))
-    for key in ("auc", "bacc", "production_flagged"):
-        values = [r[key] for r in found]
-        worst = max(values) if key == "production_flagged" else min(values)
+    _oof_thresholds(args.prefix, args.aggregate or "min", found)
+    for key in ("auc", "bacc", "production_flagged", "oof_bacc", "oof_production_flagged"):
+        values = [r[key] for r in found if r.get(key) is not None]
+        if not values:
+            continue
+        worst = max(values) if key.endswith("production_flagged") else min(values)
         print(f"{key}: mean {np.mean(values):.3f}, worst {worst:.3f}")
     return 0
+
+
+def _oof_thresholds(prefix: str, how: str, found: list[dict]) -> None:
+    """Beside each fold's production-quantile threshold, one chosen on labels: the threshold
+    of the best balanced accuracy on the other folds' left-out rows (each scored by its own
+    fold adapter, which did train on this fold's domain: a second-order leak, no row of this
+    domain is read), with this fold's balanced accuracy and production flagged at it."""
+    from hss_gate.consistency.calibration import balanced_accuracy, best_threshold
+    from hss_gate.consistency.entail_checker import aggregate_scores
+
+    held_rows = {}
+    for row in found:
+        rows = read_rows(f"{prefix}{row['held_out']}")
+        held_rows[row["held_out"]] = rows
+    for row in found:
+        held = row["held_out"]
+        others = [r for d, rows in held_rows.items() if d != held for r in rows if r["set"] == d]
+        if not others:
+            continue
+        threshold = best_threshold(
+            [r["label"] for r in others], [aggregate_scores(r["scores"], how) for r in others]
+        )
+        mine = [r for r in held_rows[held] if r["set"] == held]
+        production = [r for r in held_rows[held] if r["set"] == "production"]
+        predicted = [int(aggregate_scores(r["scores"], how) >= threshold) for r in mine]
+        row["oof_threshold"] = round(threshold, 4)
+        row["oof_bacc"] = round(balanced_accuracy([r["label"] for r in mine], predicted), 3)
+        flagged = [aggregate_scores(r["scores"], how) < threshold for r in production]
+        row["oof_production_flagged"] = round(float(np.mean(flagged)), 3)
+        print(
+            json.dumps(
+                {
+                    k: row[k]
+                    for k in ("held_out", "oof_threshold", "oof_bacc", "oof_production_flagged")
+                }
+            )
+        )
 
 
 def _auc_of_split(data: Path, domain: str, rows: list[dict], how: str, split: str) -> float | None:
