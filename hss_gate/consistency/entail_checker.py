@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from hss_gate.common.errors import ModelError
+from hss_gate.consistency.entail_release import entail_fingerprint
 from hss_gate.consistency.evidence import DEFAULT_NEIGHBOURS, DEFAULT_TOP, choose_evidence
 from hss_gate.consistency.model import Encode, VectorCache
 from hss_gate.consistency.novelty import with_words
 from hss_gate.consistency.verdict import Unsupported, Verdict
 from hss_gate.text.english import ENGLISH_FUNCTION_WORDS
-from hss_gate.text.sentences import SPLITTER_VERSION, split_sentences
+from hss_gate.text.sentences import split_sentences
 
 if TYPE_CHECKING:
     from hss_gate.consistency.entailment import EntailmentModel
@@ -55,9 +56,6 @@ class PairModel(Protocol):
 
 
 BASE_MODEL = "all-minilm-l6-v2"
-EVIDENCE_VERSION = "ev4"  # ev2: function words claim nothing; ev3: one batch a summary;
-# ev4: a claim its evidence quotes word for word is supported (1.0)
-"""Goes into the fingerprint: bump it when the evidence a claim is read against changes."""
 AGGREGATES = ("mean", "min", "softmin")
 # set by hand when the module was written (8dabfb7, 2026-12-05); no data chose it, never tuned
 SOFTMIN_TEMPERATURE = 0.1
@@ -101,21 +99,6 @@ def quoted(evidence: str, claim: str) -> bool:
     sentences near 0: docs/FACTUALITY.md)."""
     words = _words_of(claim)
     return bool(words) and f" {words} " in f" {_words_of(evidence)} "
-
-
-def entail_fingerprint(
-    adapter_sha256: str,
-    embedder: str,
-    top: int,
-    neighbours: int,
-    aggregate: str,
-    threshold: float,
-) -> str:
-    """What the checker's verdicts depend on: adapter, SBERT, splitter, evidence, aggregation."""
-    return (
-        f"entail:{adapter_sha256[:12]}:{embedder}:{SPLITTER_VERSION}:{EVIDENCE_VERSION}:"
-        f"t{top}n{neighbours}:{aggregate}:t{threshold:g}"
-    )
 
 
 @dataclass(frozen=True)

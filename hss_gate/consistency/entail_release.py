@@ -11,7 +11,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hss_gate.text.sentences import SPLITTER_VERSION
+
 ENTAIL_ADAPTER_PATH = Path(__file__).with_name("entail_adapter.safetensors")
+
+EVIDENCE_VERSION = "ev4"  # ev2: function words claim nothing; ev3: one batch a summary;
+# ev4: a claim its evidence quotes word for word is supported (1.0)
+"""Goes into the fingerprint: bump it when the evidence a claim is read against changes."""
+
+
+def entail_fingerprint(
+    adapter_sha256: str,
+    embedder: str,
+    top: int,
+    neighbours: int,
+    aggregate: str,
+    threshold: float,
+) -> str:
+    """What the checker's verdicts depend on: adapter, SBERT, splitter, evidence, aggregation."""
+    return (
+        f"entail:{adapter_sha256[:12]}:{embedder}:{SPLITTER_VERSION}:{EVIDENCE_VERSION}:"
+        f"t{top}n{neighbours}:{aggregate}:t{threshold:g}"
+    )
+
 
 # The sha256 of the trained entail_adapter.safetensors (dvc stage checker, 2026-12-07, issue 54:
 # the 2026-12-03 adapter, entail_base_adapter.safetensors, trained on 5,358 pairs of every
@@ -44,8 +66,6 @@ ENTAIL_MEASURED_READING = {"top": 3, "neighbours": 1, "aggregate": "min"}
 
 def measured_fingerprint() -> str:
     """The whole fingerprint the trust figures above belong to."""
-    from hss_gate.consistency.entail_checker import entail_fingerprint
-
     return entail_fingerprint(
         ENTAIL_ADAPTER_SHA256,
         ENTAIL_MEASURED_EMBEDDER,

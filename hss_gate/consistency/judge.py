@@ -42,7 +42,8 @@ import numpy as np
 
 from hss_gate.common.cache import Cache, content_key
 from hss_gate.common.errors import InputError, ModelError
-from hss_gate.consistency.entail_checker import EVIDENCE_VERSION, ClaimChecker
+from hss_gate.consistency.entail_checker import ClaimChecker
+from hss_gate.consistency.entail_release import EVIDENCE_VERSION
 from hss_gate.consistency.evidence import DEFAULT_NEIGHBOURS, DEFAULT_TOP
 from hss_gate.consistency.model import Encode
 from hss_gate.models.summarizers.openai import MAX_BACKOFF_S as MAX_BACKOFF_S

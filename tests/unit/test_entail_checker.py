@@ -13,13 +13,8 @@ import pytest
 from hss_gate.common.errors import InputError, ModelError
 from hss_gate.consistency import entail_checker, entail_release
 from hss_gate.consistency.checker import load_checker
-from hss_gate.consistency.entail_checker import (
-    EVIDENCE_VERSION,
-    ClaimChecker,
-    aggregate_scores,
-    claims_of,
-    entail_fingerprint,
-)
+from hss_gate.consistency.entail_checker import ClaimChecker, aggregate_scores, claims_of
+from hss_gate.consistency.entail_release import EVIDENCE_VERSION, entail_fingerprint
 from hss_gate.consistency.evidence import choose_evidence
 from hss_gate.models.embedding import HashingEmbedder
 from hss_gate.settings import ConsistencySettings
@@ -293,7 +288,7 @@ def test_the_shipped_adapter_read_another_way_is_not_measured():
         {"top": 4, "neighbours": 1, "aggregate": "min", "threshold": threshold},
         {"top": 3, "neighbours": 1, "aggregate": "min", "threshold": 0.5},
     ):
-        other = entail_checker.entail_fingerprint(sha, embedder, **reading)
+        other = entail_fingerprint(sha, embedder, **reading)
         said = entail_release.checker_trust(other)
         assert "not measured" in said and "ROC AUC" not in said, reading
 
