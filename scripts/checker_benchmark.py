@@ -10,7 +10,8 @@ the gate builds it (params.yaml's evidence settings; the shipped adapter unless 
 stores the per-sentence scores (--per-set N: N pairs a set drawn with seed 0) in
 outputs/checker_benchmark/<label>.jsonl (resumable). `table`
 aggregates them (mean, min, softmin) and prints ROC AUC per set, the share of production's
-reference summaries below the threshold and seconds per pair. Sets (never copied into the
+reference summaries below the threshold and each set's balanced accuracy at it (`score` prints
+seconds per pair). Sets (never copied into the
 repository): SummEdits' four development domains (all rows; `--splits evaluation` for the
 earlier protocol), the SummaC SummEval
 and FactCC subsets, QAGS CNN/DM and FRANK CNN/DM from ../shared/data/external.
@@ -294,7 +295,7 @@ def cmd_handcheck(args) -> int:
 
 
 def cmd_table(args) -> int:
-    from hss_gate.consistency.calibration import roc_auc
+    from hss_gate.consistency.calibration import balanced_accuracy, roc_auc
     from hss_gate.consistency.entail_checker import AGGREGATES, aggregate_scores
     from hss_gate.consistency.entail_release import ENTAIL_THRESHOLD
 
@@ -312,8 +313,10 @@ def cmd_table(args) -> int:
                     flagged = np.mean([s < ENTAIL_THRESHOLD for s in scores])
                     cells.append(f"production flagged {flagged:.1%}")
                 else:
-                    auc = roc_auc([r["label"] for r in found], scores)
-                    cells.append(f"{name} {auc:.3f}")
+                    labels = [r["label"] for r in found]
+                    auc = roc_auc(labels, scores)
+                    bacc = balanced_accuracy(labels, [int(x >= ENTAIL_THRESHOLD) for x in scores])
+                    cells.append(f"{name} {auc:.3f} (bacc {bacc:.3f}, n {len(found)})")
             print(f"{how}: " + " | ".join(cells))
     return 0
 

@@ -28,6 +28,7 @@ from hss_gate.consistency import claim_edits as ce
 from hss_gate.consistency.claim_edits import NUMBER, compress
 from hss_gate.consistency.entailment_data import Pair, Seed, read_documents, seed_pairs
 from hss_gate.consistency.evidence import Evidence, choose_evidence, without
+from hss_gate.consistency.labelled_summaries import is_marked, read_labelled_summaries
 from hss_gate.text.perturb import Token, find_candidates
 from hss_gate.text.sentences import split_sentences
 
@@ -253,33 +254,53 @@ def labelled_pairs(
     tools: EditTools,
     splits: Sequence[str] = SUMMEDITS_SPLITS,
     unique: bool = False,
+    exclude: frozenset[str] = frozenset(),
 ) -> list[Pair]:
-    """Sentence-level pairs from a SummEdits file's rows of `splits` (`evaluation` by default):
-    each summary sentence on its evidence, labelled 1 when the summary is consistent or the
-    sentence is one of the seed summary's, else 0 (the edited sentences of an inconsistent
-    summary). With `unique`, a (evidence, sentence, label) already taken is not taken again
-    (the unchanged sentences of a seed summary stand in every one of its edited rows)."""
+    """Sentence-level pairs from a file of human-labelled summaries: each sentence whose label
+    is known on its evidence. A SummEdits file's rows of `splits` (`evaluation` by default): a
+    sentence is labelled 1 when the summary is consistent or the sentence is one of the seed
+    summary's, else 0 (the edited sentences of an inconsistent summary). QAGS, SummaC and FRANK
+    files: `labelled_summaries`' labels. With `unique`, a (evidence, sentence, label) already
+    taken is not taken again (the unchanged sentences of a seed summary stand in every one of
+    its edited rows). Copies of the documents marked in `exclude` are not read."""
     path = Path(path)
-    rows = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    if not isinstance(rows, list):
-        raise InputError(f"{path}: not a SummEdits file (a JSON list of rows)")
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    rows = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else None
+    if isinstance(rows, list):
+        summaries = _summedits_labels(rows, splits)
+    else:
+        summaries = [
+            (s.document, tuple((c, y, ("unsupported", "supported")[y]) for c, y in s.sentences))
+            for s in read_labelled_summaries(path)
+        ]
     out: list[Pair] = []
     taken: set[tuple[str, str, int]] = set()
-    for row in rows:
-        if row.get("split") not in splits:
-            continue
-        seed = set(split_sentences(str(row["original_summary"])))
-        claims = split_sentences(str(row["summary"]))
-        sentences = split_sentences(str(row["doc"]))
-        if not claims or not sentences:
+    for document, known in summaries:
+        sentences = split_sentences(document)
+        if not known or not sentences or is_marked(document, exclude):
             continue
         vectors = tools.vectors_of(sentences)
-        for claim, vector in zip(claims, tools.vectors_of(claims), strict=True):
-            label = int(row["label"] == 1 or claim in seed)
+        claims = [claim for claim, _, _ in known]
+        for (claim, label, kind), vector in zip(known, tools.vectors_of(claims), strict=True):
             found = tools.evidence(sentences, vectors, vector, claim)
             if unique and (found.text, claim, label) in taken:
                 continue
             taken.add((found.text, claim, label))
-            kind = "labelled:" + ("same" if claim in seed else "edited")
-            out.append(Pair(found.text, claim, label, kind, f"{path.stem}"))
+            out.append(Pair(found.text, claim, label, f"labelled:{kind}", f"{path.stem}"))
+    return out
+
+
+def _summedits_labels(rows: list[dict[str, Any]], splits: Sequence[str]) -> list[tuple]:
+    """(document, ((sentence, label, kind), ...)) of the SummEdits rows of `splits`."""
+    out = []
+    for row in rows:
+        if row.get("split") not in splits:
+            continue
+        seed = set(split_sentences(str(row["original_summary"])))
+        known = tuple(
+            (claim, int(row["label"] == 1 or claim in seed), "same" if claim in seed else "edited")
+            for claim in split_sentences(str(row["summary"]))
+        )
+        out.append((str(row["doc"]), known))
     return out

@@ -111,7 +111,7 @@ def read_documents(path: str | Path, limit: int | None = None) -> list[tuple[str
     seen: set[str] = set()
     out: list[tuple[str, str]] = []
     for i, rec in enumerate(records):
-        text = rec.get("text") or rec.get("document") or rec.get("article") or ""
+        text = rec.get("text") or rec.get("document") or rec.get("article") or rec.get("doc") or ""
         doc_id = str(rec.get("id") or rec.get("doc_id") or i)
         key = " ".join(text.split())[:500]
         if not text.strip() or key in seen:

@@ -61,7 +61,16 @@ class CheckerStage(BaseModel):
     )
     labelled: list[str] = Field(
         default_factory=list,
-        description="SummEdits files whose rows (of `splits`) are sentence pairs",
+        description="human-labelled summaries read as labelled sentences on their evidence: "
+        "SummEdits files (their rows of `splits`), QAGS JSON Lines, SummaC-style JSON (FactCC, "
+        "SummEval) or FRANK's summaries.jsonl (consistency/labelled_summaries.py: which "
+        "sentences' labels are known)",
+    )
+    exclude_documents: list[str] = Field(
+        default_factory=list,
+        description="files whose documents no pair of the stage reads (a set reported left "
+        "out, e.g. frank_cnndm/documents.jsonl while `hss systems` replays FRANK; the CNN/DM "
+        "sets share articles)",
     )
     splits: list[Literal["evaluation", "test"]] = Field(
         default_factory=lambda: ["evaluation"],

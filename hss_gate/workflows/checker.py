@@ -79,11 +79,13 @@ def edit_tools(settings: HssSettings) -> EditTools:
 
 
 def stage_pairs(stage: CheckerStage, seed: int, tools: EditTools, sdist: Path | None) -> list[Pair]:
-    """One stage's pairs: SNLI, the edited claims of every collection, the labelled rows;
-    shuffled by seed with each seed claim's pairs kept together (so batches keep them
-    together too)."""
+    """One stage's pairs: SNLI, the edited claims of every collection, the labelled rows (none
+    from a copy of a document of `exclude_documents`); shuffled by seed with each seed claim's
+    pairs kept together (so batches keep them together too)."""
     from hss_gate.consistency import entailment_data as ed
+    from hss_gate.consistency.labelled_summaries import document_marks, is_marked
 
+    exclude = document_marks(stage.exclude_documents)
     pairs: list[Pair] = []
     if stage.snli_pairs:
         if sdist is None:
@@ -91,9 +93,10 @@ def stage_pairs(stage: CheckerStage, seed: int, tools: EditTools, sdist: Path | 
         pairs += ed.snli_pairs(sdist, stage.snli_pairs, seed)
     for i, collection in enumerate(stage.documents):
         documents = read_seed_documents(collection.path, collection.summaries, stage.splits)
+        documents = [d for d in documents if not is_marked(d.text, exclude)]
         pairs += edit_pairs(documents, tools, collection.sentences, seed + i)
     for path in stage.labelled:
-        pairs += labelled_pairs(path, tools, stage.splits, stage.unique_pairs)
+        pairs += labelled_pairs(path, tools, stage.splits, stage.unique_pairs, exclude)
     return pairs
 
 

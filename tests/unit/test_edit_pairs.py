@@ -10,6 +10,7 @@ import pytest
 
 from hss_gate.common.errors import InputError
 from hss_gate.consistency import edit_pairs as ep
+from hss_gate.consistency.labelled_summaries import document_marks
 from hss_gate.models.embedding import HashingEmbedder
 
 pytestmark = pytest.mark.unit
@@ -116,5 +117,24 @@ def test_labelled_rows_label_the_edited_sentence_of_an_inconsistent_summary(tmp_
     assert [p.hypothesis for p in repeated].count("Ann finds milk in the fridge.") == 2
     both = ep.labelled_pairs(_summedits(tmp_path), _tools(), ("evaluation", "test"), unique=True)
     assert [(p.hypothesis, p.label) for p in both][3:] == [("Mike asks Ann to buy butter.", 0)]
-    with pytest.raises(InputError, match="SummEdits"):
+    with pytest.raises(InputError, match="no such file"):
         ep.labelled_pairs(tmp_path / "absent.json", _tools())
+
+
+def test_labelled_qags_sentences_keep_their_own_labels_and_excluded_documents_give_none(tmp_path):
+    qags = tmp_path / "qags.jsonl"
+    no, yes = {"response": "no"}, {"response": "yes"}
+    sentences = [
+        {"sentence": "Ann asks Mike to buy butter.", "responses": [yes, yes, no]},
+        {"sentence": "Ann finds cheese in the fridge.", "responses": [no, no, yes]},
+    ]
+    qags.write_text(json.dumps({"article": DOC, "summary_sentences": sentences}) + "\n")
+    pairs = ep.labelled_pairs(qags, _tools())
+    assert [(p.hypothesis, p.label, p.kind) for p in pairs] == [
+        ("Ann asks Mike to buy butter.", 1, "labelled:supported"),
+        ("Ann finds cheese in the fridge.", 0, "labelled:unsupported"),
+    ]
+    assert "butter" in pairs[0].premise  # the sentence is read on its evidence
+    marked = tmp_path / "other_set.jsonl"  # another set holds a copy: other case and spacing
+    marked.write_text(json.dumps({"id": "a", "text": DOC.upper().replace(".", " .")}) + "\n")
+    assert ep.labelled_pairs(qags, _tools(), exclude=document_marks([marked])) == []
