@@ -4,7 +4,7 @@ number of documents.
 
 usage:
   python scripts/look_plan_simulation.py (--sd SD | --tables CANDIDATE.csv PRODUCTION.csv)
-      [--looks auto --looks 24,48 ...] [--spending bonferroni,pocock,obrien-fleming]
+      [--looks auto --looks 24,48 ...] [--spending bonferroni,haybittle-peto,pocock,obrien-fleming]
       [--differences=-0.26,-0.10] [--margin M] [--documents 48] [--categories 12]
       [--unsupported-sd 0.02] [--runs 1000] [--seed 0] [--versions 3] [--markdown]
 

@@ -5,8 +5,8 @@ Design: a group-sequential test with alpha spending. The documents are ordered r
 their categories (every category in each look, the same order every run), and looked at after
 each planned number of documents (`look_plan`: gate.looks, or by default every `look_sizes`
 step), K looks in all. Look k's paired CIs are at level 1 - alpha_k, the alpha_k summing to
-alpha (`look_levels`: equal shares, Bonferroni, or the increments of a Lan-DeMets spending
-function), so the chance that any look wrongly finds a significant fall (a false block) is at
+alpha (`look_levels`: equal shares, Bonferroni, Haybittle-Peto's fixed small share at each
+interim look, or the increments of a Lan-DeMets spending function), so the chance that any look wrongly finds a significant fall (a false block) is at
 most alpha by the union bound, whatever the number of looks that are actually run. A look
 settles the decision when
 
@@ -107,6 +107,12 @@ def look_plan(
     return LookPlan(sizes, note)
 
 
+HAYBITTLE_PETO_INTERIM = 0.001
+"""Haybittle-Peto's error rate at each interim look (z about 3.3 two-sided, Haybittle 1971,
+Peto 1976), at most half the error rate shared over the interim looks; the last look keeps the
+rest. The classic value, not tuned here."""
+
+
 def spent(spending: str, alpha: float, t: float) -> float:
     """The error rate a Lan-DeMets spending function has spent by information fraction t
     (0-1): Pocock's alpha ln(1 + (e - 1) t), O'Brien-Fleming's 2 - 2 Phi(z_{1-alpha/2} / sqrt t)."""
@@ -124,11 +130,16 @@ def look_levels(
     confidence: float, sizes: Sequence[int], spending: str = "bonferroni"
 ) -> list[float]:
     """Each look's confidence level, the looks' error rates summing to 1 - confidence:
-    bonferroni gives every look the same share (`look_confidence`); pocock and obrien-fleming
-    give look k the increment of their spending function between the previous look's share of
-    the last look's documents and its own."""
+    bonferroni gives every look the same share (`look_confidence`); haybittle-peto every interim
+    look HAYBITTLE_PETO_INTERIM and the last look the rest; pocock and obrien-fleming give look
+    k the increment of their spending function between the previous look's share of the last
+    look's documents and its own."""
     if spending == "bonferroni":
         return [look_confidence(confidence, len(sizes))] * len(sizes)
+    if spending == "haybittle-peto":
+        alpha, interims = 1.0 - confidence, len(sizes) - 1
+        each = min(HAYBITTLE_PETO_INTERIM, alpha / (2 * interims)) if interims else 0.0
+        return [1.0 - each] * interims + [1.0 - (alpha - each * interims)]
     alpha, last = 1.0 - confidence, sizes[-1]
     spent_by = [spent(spending, alpha, n / last) for n in sizes]
     increments = [b - a for a, b in pairwise([0.0, *spent_by])]

@@ -140,10 +140,11 @@ class GateSettings(BaseModel):
         "None: the first look every category once and at least 8 documents, each next look "
         "twice the last, at most 5 looks (hss_gate.decision.sequential.look_sizes)",
     )
-    alpha_spending: Literal["bonferroni", "pocock", "obrien-fleming"] = Field(
+    alpha_spending: Literal["bonferroni", "haybittle-peto", "pocock", "obrien-fleming"] = Field(
         "obrien-fleming",
         description="how the looks share the error rate 1 - score.confidence: equal shares "
-        "(bonferroni), or the Lan-DeMets increments of Pocock's (more early) or "
+        "(bonferroni), 0.001 at each interim look and the rest at the last (haybittle-peto), "
+        "or the Lan-DeMets increments of Pocock's (more early) or "
         "O'Brien-Fleming's (little early, most late) spending function at each look's share of "
         "the last look's documents",
     )
