@@ -2,7 +2,8 @@
 
     PYTHONPATH=. .venv/bin/python scripts/checker_folds.py train [--domains podcast,...] \
         [--prefix fold_] [--stage-set splits=[evaluation,test] --stage-set unique_pairs=true] \
-        [--stages recipe.yaml] [--resume-from 'outputs/checker_folds/fold_{held}.checkpoints']
+        [--stages recipe.yaml] [--resume-from 'outputs/checker_folds/fold_{held}.checkpoints'] \
+        [--set rank=0 --stage-set learning_rate=5e-5]
     PYTHONPATH=. .venv/bin/python scripts/checker_folds.py score [--domains ...]
 
 `train` writes, for each left-out set (a SummEdits domain, or qags, factcc, summeval), params.yaml
@@ -45,12 +46,15 @@ def fold_params(
     prefix: str,
     stage_set: dict[str, object] | None = None,
     stages: list[dict] | None = None,
+    checker_set: dict[str, object] | None = None,
 ) -> Path:
     """params.yaml with `held`'s file out of every checker stage and, for a CNN/DM set, its
     documents excluded from every stage; `stages` replace params.yaml's, `stage_set`'s keys are
-    set in every stage (a recipe tried on the folds, e.g. splits, unique_pairs, epochs)."""
+    set in every stage (a recipe tried on the folds, e.g. splits, unique_pairs, epochs) and
+    `checker_set`'s in `checker` itself (e.g. rank)."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     checker = params["checker"]
+    checker.update(checker_set or {})
     if stages is not None:
         checker["stages"] = stages
     name = SET_FILES[held]
@@ -80,6 +84,13 @@ def main() -> int:
         metavar="KEY=YAML",
         help="set a key in every checker stage, e.g. splits=[evaluation,test] (repeatable)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=YAML",
+        help="set a key of `checker` itself, e.g. rank=0 (full fine-tuning; repeatable)",
+    )
     parser.add_argument("--stages", type=Path, help="a YAML list of checker stages")
     parser.add_argument("--resume-from", help="a checkpoint folder to copy in ({held})")
     args = parser.parse_args()
@@ -89,7 +100,8 @@ def main() -> int:
             overrides = dict(item.split("=", 1) for item in args.stage_set)
             recipe = {key: yaml.safe_load(value) for key, value in overrides.items()}
             stages = yaml.safe_load(args.stages.read_text()) if args.stages else None
-            params = fold_params(held, args.prefix, recipe, stages)
+            checker_set = {k: yaml.safe_load(v) for k, v in (i.split("=", 1) for i in args.set)}
+            params = fold_params(held, args.prefix, recipe, stages, checker_set)
             target = OUT / f"{args.prefix}{held}.checkpoints"
             if args.resume_from and not target.exists():
                 shutil.copytree(REPO / args.resume_from.format(held=held), target)

@@ -5,6 +5,8 @@ The encoder is the embedded all-MiniLM-L6-v2 (BERT, 6 layers, 384 wide), read as
 adapters (LoRA) beside every linear layer of every block and a two-way head on the [CLS] vector.
 Those tensors are the *adapter*: a few MB of safetensors with the settings in its metadata,
 shipped in git and sha256-verified before load; the base weights stay the pinned package's.
+Rank 0 trains every encoder weight instead (full fine-tuning; the file then holds the whole
+encoder, about 90 MB: measured on folds, not shipped).
 """
 
 from __future__ import annotations
@@ -105,8 +107,9 @@ def unused_pooler_report(message: str) -> bool:
 
 
 def build_cross_encoder(base_dir: str | Path, config: AdapterConfig) -> tuple[Any, Any]:
-    """(tokenizer, model) with fresh adapters; the base weights frozen. The model maps
-    tokenizer output to two logits (not supported, supported)."""
+    """(tokenizer, model) with fresh adapters; the base weights frozen (rank 0: no adapter,
+    every encoder weight trained: full fine-tuning). The model maps tokenizer output to two
+    logits (not supported, supported)."""
     from torch import nn
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as transformers_logging
@@ -117,8 +120,8 @@ def build_cross_encoder(base_dir: str | Path, config: AdapterConfig) -> tuple[An
     with known_messages(TRANSFORMERS_LOADING, unused_pooler_report):
         encoder = AutoModel.from_pretrained(str(base_dir), add_pooling_layer=False)
     for p in encoder.parameters():
-        p.requires_grad_(False)
-    for name, module in list(encoder.named_modules()):
+        p.requires_grad_(config.rank == 0)
+    for name, module in list(encoder.named_modules()) if config.rank else []:
         for target in LORA_TARGETS:
             if name.endswith(target) and isinstance(module, nn.Linear):
                 parent_name, _, child = name.rpartition(".")
@@ -185,6 +188,14 @@ def load_adapter(model: Any, path: str | Path) -> None:
     except RuntimeError as exc:  # a tensor of another shape: another rank or base
         first = str(exc).strip().splitlines()[-1].strip()
         raise ModelError(f"{path}: adapter does not fit the model ({first})") from exc
+
+
+def load_merged(model: Any, base_dir: str | Path, path: str | Path) -> None:
+    """Put a LoRA adapter file into a fully trained model (rank 0): the adapter is read into a
+    model of its own config, merged into its base layers, and every weight copied over."""
+    _, lora = build_cross_encoder(base_dir, read_adapter_config(path))
+    load_adapter(lora, path)
+    model.load_state_dict(merge_adapters(lora).state_dict())
 
 
 def merge_adapters(model: Any) -> Any:

@@ -17,7 +17,9 @@ from hss_gate.consistency.entailment import (
     adapter_tensors,
     build_cross_encoder,
     load_adapter,
+    load_merged,
     marked_claim,
+    read_adapter_config,
     save_adapter,
 )
 from hss_gate.consistency.entailment_data import Pair
@@ -110,7 +112,9 @@ def train_adapter(
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     tokenizer, model = build_cross_encoder(base_dir, config)
-    if init is not None:
+    if init is not None and config.rank == 0 and read_adapter_config(init).rank != 0:
+        load_merged(model, base_dir, init)  # full fine-tuning from a LoRA adapter
+    elif init is not None:
         load_adapter(model, init)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = _adamw(model, settings)

@@ -6,9 +6,9 @@ their categories (every category in each look, the same order every run), and lo
 each planned number of documents (`look_plan`: gate.looks, or by default every `look_sizes`
 step), K looks in all. Look k's paired CIs are at level 1 - alpha_k, the alpha_k summing to
 alpha (`look_levels`: equal shares, Bonferroni, Haybittle-Peto's fixed small share at each
-interim look, or the increments of a Lan-DeMets spending function), so the chance that any look wrongly finds a significant fall (a false block) is at
-most alpha by the union bound, whatever the number of looks that are actually run. A look
-settles the decision when
+interim look, or the increments of a Lan-DeMets spending function), so the chance that any
+look wrongly finds a significant fall (a false block) is at most alpha by the union bound,
+whatever the number of looks that are actually run. A look settles the decision when
 
 - the candidate is significantly worse (the gate's rule at that look's level): block, or
 - it is clearly not worse on the signals that decide: every always-blocking margin's CI lies on

@@ -111,7 +111,12 @@ class CheckerSettings(BaseModel):
         min_length=1,
         description="the training stages, in order",
     )
-    rank: int = Field(16, ge=1, description="LoRA rank of the adapters")
+    rank: int = Field(
+        16,
+        ge=0,
+        description="LoRA rank of the adapters (0: full fine-tuning of the encoder from "
+        "checker.init merged into it; a file of the whole encoder, about 90 MB)",
+    )
     alpha: float = Field(32.0, gt=0, description="LoRA scale numerator (scale alpha / rank)")
     max_length: int = Field(256, ge=32, description="word pieces of a (premise, claim) pair")
     marks: bool = Field(

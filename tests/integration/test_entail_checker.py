@@ -294,3 +294,32 @@ def test_a_second_stage_starts_from_the_first_and_marks_reach_the_scores(
     scorer = load_entailment_scorer(second, _sha(second), base_dir)
     marked = scorer.scores(["rain fell"], ["rain fell"]) != scorer.scores(["rain fell"], ["mayor"])
     assert bool(marked[0])
+
+
+def test_full_fine_tuning_starts_from_a_lora_adapter_merged_and_scores_as_it(
+    base_dir: Path, tmp_path: Path
+) -> None:
+    """Rank 0 trains every encoder weight: started from a LoRA adapter (merged into the base
+    layers), a step-free run scores as that adapter, and the file holds the whole encoder."""
+    from safetensors.torch import load_file
+
+    from hss_gate.consistency.entailment_training import TrainSettings, train_adapter
+
+    lora = entailment.AdapterConfig(rank=4, alpha=8.0, max_length=WINDOW, base="tiny")
+    settings = TrainSettings(seed=3, batch_size=4, learning_rate=5e-2, threads=1, epochs=2)
+    first = tmp_path / "lora.safetensors"
+    train_adapter(_pairs(), base_dir, lora, settings, first, tmp_path / "ck1")
+    full = entailment.AdapterConfig(rank=0, max_length=WINDOW, base="tiny")
+    zero = TrainSettings(seed=3, batch_size=4, learning_rate=1e-12, threads=1, epochs=1)
+    whole = tmp_path / "full.safetensors"
+    train_adapter(_pairs(), base_dir, full, zero, whole, tmp_path / "ck2", init=first)
+    tensors = load_file(str(whole))
+    assert not any("lora" in name for name in tensors)
+    assert any(name.endswith("word_embeddings.weight") for name in tensors)  # every weight
+    started = load_entailment_scorer(first, _sha(first), base_dir).scores(PREMISES, HYPOTHESES)
+    merged = load_entailment_scorer(whole, _sha(whole), base_dir).scores(PREMISES, HYPOTHESES)
+    np.testing.assert_allclose(merged, started, rtol=0, atol=1e-5)
+    moved = tmp_path / "moved.safetensors"
+    train_adapter(_pairs(), base_dir, full, settings, moved, tmp_path / "ck3", init=first)
+    after = load_entailment_scorer(moved, _sha(moved), base_dir).scores(PREMISES, HYPOTHESES)
+    assert not np.allclose(after, started)  # and training moves it
