@@ -82,7 +82,9 @@ def monitor(
     """Check recent production traffic: exit 0 = healthy, 1 = served summaries significantly
     worse than the model's own reference window (or a failed check, or the floor where
     monitor.floor_blocking), 2 = error, 3 = insufficient data (no reference window yet, or too
-    few samples for a reference and a current window that do not overlap)."""
+    few samples for a reference and a current window that do not overlap). What the windows can
+    see: each report's window tests give the smallest flagged share a current window of its size
+    detects with 80% power (docs/MONITORING.md)."""
     from hss_gate.monitoring.rules import EXIT_CODES
     from hss_gate.scoring.runner import LocalRunner
     from hss_gate.workflows.alerts import alert_monitor

@@ -224,15 +224,21 @@ def compare_blocking_windows(
     """Each blocking served signal (WINDOW_SIGNALS, 0/1 flags) of the current window against
     the model's own reference window: significantly worse when the one-sided Fisher exact
     p-value is below alpha (alpha is per signal; the run's false-alarm rate is measured by
-    scripts/monitor_power.py, docs/MONITORING.md)."""
+    scripts/monitor_power.py, docs/MONITORING.md), with the smallest current share these
+    windows detect with 80% power (`detectable_share`; None: no share does)."""
+    from hss_gate.monitoring.detectable import detectable_share
+
     out = []
     for column, label in WINDOW_SIGNALS:
         ref = [float(v) for v in reference[column]]
         cur = [float(v) for v in current[column]]
         p = one_sided_fisher(ref, cur)
+        row = _test_row(column, label, ref, cur, p, alpha)
+        seen = detectable_share(row["reference_mean"], len(ref), len(cur), alpha)
         out.append(
-            _test_row(column, label, ref, cur, p, alpha)
+            row
             | {"test": "fisher", "alternative": "greater", "blocking": True}
+            | {"detectable_share": seen}
         )
     return out
 

@@ -103,6 +103,7 @@ def _result() -> dict:
                     "p_value": 0.00012,
                     "alpha": 0.01,
                     "worse": True,
+                    "detectable_share": 0.68,
                 },
                 {
                     "signal": "live_n_words",
@@ -180,7 +181,7 @@ def test_markdown_shows_the_two_windows_side_by_side_with_the_distributions_and_
     ) in md
     assert (
         "| summaries the checker finds unsupported | 0.200 | 0.800 | +0.600 | 0.0001 | 0.01 | "
-        "blocking | WORSE |"
+        "blocking | >= 0.68 | WORSE |"
     ) in md
     assert "| summary length (words) | 40.000 | 52.500 | +12.500 | 0.0040 | 0.01 | reported |" in md
     assert (
@@ -250,7 +251,7 @@ def test_a_significant_two_sided_test_is_a_change_not_worse():
     }
     result["windows"]["tests"] = [length]
     md = monitor_markdown(result)
-    assert "| reported | CHANGED |" in md and "WORSE" not in md
+    assert "| reported |  | CHANGED |" in md and "WORSE" not in md
 
 
 @pytest.mark.parametrize("name", ["javascript:alert(1)", "../x.html", "a b.html", "x.html?y", ""])
@@ -328,7 +329,7 @@ def test_missing_window_keys_are_tolerated():
     windows["tests"] = [{"label": "x", "worse": False}]
     windows["distributions"] = [{"signal": "s", "reference": {"mean": None}, "current": {}}]
     md = monitor_markdown(result)
-    assert "| x | n/a | n/a | n/a | n/a |  | blocking | no |" in md
+    assert "| x | n/a | n/a | n/a | n/a |  | blocking |  | no |" in md
     assert "| s |  | n/a | n/a / n/a / n/a |  | n/a | n/a / n/a / n/a | n/a |" in md
 
 

@@ -23,6 +23,7 @@ from hss_gate.decision.reports.gate_figures import (
 )
 from hss_gate.decision.reports.monitor_figures import flagged_shares_svg, trend_svg
 from hss_gate.decision.reports.sections import (
+    DETECTS_TEXT,
     FLAGGED_SHOWN,
     VERDICT,
     Table,
@@ -367,7 +368,7 @@ def _windows(result: Mapping[str, Any]) -> list[str]:
         parts.append(
             "<h3>Is the current window worse?</h3><p>One-sided tests of the current window "
             "against the reference; a blocking test below its alpha makes the run unhealthy, "
-            "a reported one is shown only.</p>"
+            f"a reported one is shown only. {html.escape(DETECTS_TEXT)}</p>"
         )
         parts.append(
             figure(

@@ -149,7 +149,7 @@ def _windows(result: Mapping[str, Any]) -> list[str]:
         lines += table(distributions)
     tests = sections.window_tests_table(result)
     if tests.rows:
-        lines += ["", *table(tests)]
+        lines += ["", *table(tests), "", sections.DETECTS_TEXT]
     attribution = sections.attribution_line(result)
     if attribution:
         lines += ["", attribution]

@@ -318,6 +318,7 @@ WINDOW_TEST_HEADERS = [
     "one-sided p",
     "alpha",
     "role",
+    "detects (80% power)",
     "worse?",
 ]
 
@@ -379,12 +380,29 @@ def window_tests_table(result: Mapping[str, Any]) -> Table:
             num(t.get("p_value"), 4),
             str(t.get("alpha", "")),
             "blocking" if t.get("blocking", True) else "reported",
+            _detects(t),
             _test_outcome(t),
         ]
         for t in tests
     ]
     failed = [bool(t.get("worse")) and bool(t.get("blocking", True)) for t in tests]
     return Table(WINDOW_TEST_HEADERS, rows, failed)
+
+
+DETECTS_TEXT = (
+    '"Detects" is the smallest share of flagged summaries in a current window of this size that '
+    "its test sees with 80% power against this reference window (exact Fisher power; "
+    "docs/MONITORING.md): a smaller rise can pass unseen."
+)
+
+
+def _detects(test: Mapping[str, Any]) -> str:
+    """The smallest current share a blocking test sees with 80% power ("none": no share does;
+    empty for reported tests, which never make a run unhealthy)."""
+    if "detectable_share" not in test:
+        return ""
+    seen = test["detectable_share"]
+    return "none" if seen is None else f">= {seen:.2f}"
 
 
 def _test_outcome(test: Mapping[str, Any]) -> str:
