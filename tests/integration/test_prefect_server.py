@@ -34,6 +34,8 @@ pytestmark = pytest.mark.integration
 DOC_IDS = ("business-simple-01", "finance-simple-01", "health-simple-01")
 STARTUP_S = 180
 RUN_TIMEOUT_S = 900
+TRANSIENT_STATUS = frozenset({429, 502, 503})
+TRANSIENT_RETRY_DELAYS_S = (1, 2, 4, 8, 16, 0)  # the last try is not retried
 
 
 def _prefect(*args: str, env: dict[str, str], timeout: float = 300) -> str:
@@ -139,9 +141,15 @@ def server(tmp_path_factory) -> Iterator[dict[str, str]]:
 
 
 def _api(env: dict[str, str], method: str, path: str, body: dict | None = None) -> object:
+    """One REST call; a transient answer (429, 502, 503: a SQLite server answers 503 while its
+    database is locked by a busy flow run) is retried with backoff, as Prefect's own client does."""
     import httpx
 
-    response = httpx.request(method, env["PREFECT_API_URL"] + path, json=body, timeout=30)
+    for delay in TRANSIENT_RETRY_DELAYS_S:
+        response = httpx.request(method, env["PREFECT_API_URL"] + path, json=body, timeout=30)
+        if response.status_code not in TRANSIENT_STATUS:
+            break
+        time.sleep(delay)
     response.raise_for_status()
     return response.json() if response.content else None
 
