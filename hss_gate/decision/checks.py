@@ -46,6 +46,10 @@ ColumnRule = tuple[float | None, float | None] | str | None
 a cast to float) or None (only present and not null)."""
 
 DOCUMENTS, PERTURBATIONS, CATEGORIES = "documents", "perturbations", "categories"
+FACTS_BOUNDS = "facts_bounds"
+"""One row per facts bound: the interval of the candidate's mean of its column
+(hss_gate.decision.paired_comparison.bound_intervals, paired with production; the monitor's
+one-sample), whose lower end the facts checks hold to the bounds."""
 HSS_DOCUMENTS = "hss_documents"
 """Facts first (gate.hss_documents): the documents HSS was measured on, with their HSS columns;
 the HSS checks read it, the documents table keeps the rest."""
@@ -61,8 +65,8 @@ CODES: dict[str, tuple[Kind, Test]] = {
     "data.categories_present": ("data", "contains"),
     "data.row_count": ("data", "row_count"),
     **{code: ("summarizes", "mean") for code in FLAG_CODES.values()},
-    "facts.mean_unsupported_share": ("facts", "mean"),
-    "facts.low_consistency_share": ("facts", "mean"),
+    "facts.mean_unsupported_share": ("facts", "max"),
+    "facts.low_consistency_share": ("facts", "max"),
     "form.truncated_share": ("output", "mean"),
     "hss.mean": ("hss", "mean"),
     "hss.p95": ("hss", "quantile"),
@@ -117,12 +121,36 @@ def _mean_at_most(
 
 
 def _facts_bound_check(gate: GateSettings, setting: str) -> Check:
-    """The check a registered signal's `RelativeBound` on `setting` declares: its column's
-    mean at most the setting's value."""
+    """The check a registered signal's `RelativeBound` on `setting` declares: the lower end of
+    the interval of its column's mean (a FACTS_BOUNDS row) at most the setting's value, so a
+    facts bound blocks only when the candidate is above it with confidence."""
     bound = next(b for b in relative_bounds() if b.setting == setting)
     high = float(getattr(gate, setting))
-    text = f"{bound.text} <= {_fmt(high)}"
-    return _mean_at_most(gate, bound.check, bound.code, bound.column, high, text)
+    text = f"{bound.text} <= {_fmt(high)} (the lower end of its interval)"
+    return _check(
+        gate,
+        FACTS_BOUNDS,
+        bound.check,
+        bound.code,
+        text,
+        column="ci_low",
+        high=high,
+        where=("bound", bound.check),
+    )
+
+
+def with_intervals(
+    results: Sequence[Mapping[str, Any]], intervals: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Check results with each facts bound's interval (a FACTS_BOUNDS row) beside its result,
+    so the reports show the interval and the bound side by side."""
+    by_bound = {str(row["bound"]): dict(row) for row in intervals}
+    return [
+        dict(r) | {"interval": by_bound[r["name"]]}
+        if r["table"] == FACTS_BOUNDS and r["name"] in by_bound
+        else dict(r)
+        for r in results
+    ]
 
 
 def column_checks(gate: GateSettings, table: str, columns: Mapping[str, ColumnRule]) -> list[Check]:

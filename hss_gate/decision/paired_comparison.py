@@ -1,8 +1,10 @@
 """The paired comparison of a candidate's documents with production's (pure): per registered
 signal's paired column (hss_gate.signals) the two means, their difference and its CI,
-and HSS by category. A signal measured from the perturbed summaries is "not measured" when
-either side has none (stored summaries without perturbed ones), never compared on NaN. The
-rule that reads it is hss_gate.decision.rule."""
+and HSS by category; the intervals the facts bounds are checked on (`bound_intervals`, and
+`one_sample_bound_intervals` where there is no production to pair with). A signal measured
+from the perturbed summaries is "not measured" when either side has none (stored summaries
+without perturbed ones), never compared on NaN. The rule that reads it is
+hss_gate.decision.rule."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 
 from hss_gate.common.errors import InputError
 from hss_gate.scoring.severity import bootstrap_ci, paired_bootstrap_ci, paired_t_ci
-from hss_gate.signals import margins, paired
+from hss_gate.signals import margins, paired, relative_bounds
 
 NOT_MEASURED_TEXT = (
     "HSS not measured: the summaries file has no perturbed summaries (export them with "
@@ -25,6 +27,30 @@ def difference_text(d: Mapping[str, Any]) -> str:
     """A paired difference with its CI, as every report and reason writes it:
     +0.123 [+0.010, +0.240]."""
     return f"{d['difference']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+
+
+def interval_text(interval: Mapping[str, Any]) -> str:
+    """A facts bound's interval, as every report and reason writes it: 0.400 [0.171, 0.629],
+    paired with production's 0.350 over 20 documents at 95%."""
+    paired_with = (
+        f"paired with production's {interval['production']:.3f}"
+        if "production" in interval
+        else "one-sample"
+    )
+    level = f"{interval['confidence'] * 100:.4g}%"
+    return (
+        f"{interval['estimate']:.3f} [{interval['ci_low']:.3f}, {interval['ci_high']:.3f}], "
+        f"{paired_with} over {interval['documents']} documents at {level}"
+    )
+
+
+def observed_text(check: Mapping[str, Any]) -> str:
+    """What a check result observed, as every report and reason writes it: a facts bound's
+    interval (its lower end decided), else the value."""
+    if check.get("interval"):
+        return interval_text(check["interval"])
+    value = check["observed"]
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def paired_rows(
@@ -169,3 +195,58 @@ def _categories(
             }
         )
     return categories
+
+
+def bound_intervals(comparison: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The interval each facts bound is checked on (hss_gate.decision.checks), paired with
+    production on the same documents: the candidate's mean of the bound's column as production's
+    mean plus the paired difference's CI at the look's level (the comparison's). A bound blocks
+    only when the interval's lower end is above it: the candidate's value is above the bound with
+    confidence, never on a point estimate."""
+    rows = []
+    for bound in relative_bounds():
+        signal = comparison["signals"].get(bound.column)
+        if signal is None:
+            continue
+        own = float(signal["production"])
+        rows.append(
+            {
+                "bound": bound.check,
+                "column": bound.column,
+                "test": "paired",
+                "documents": int(comparison["documents"]),
+                "confidence": float(comparison["confidence"]),
+                "estimate": float(signal["candidate"]),
+                "ci_low": own + float(signal["ci_low"]),
+                "ci_high": own + float(signal["ci_high"]),
+                "production": own,
+            }
+        )
+    return rows
+
+
+def one_sample_bound_intervals(
+    rows: Sequence[Mapping[str, Any]], confidence: float
+) -> list[dict[str, Any]]:
+    """The interval each facts bound is checked on where nothing pairs with the rows (the
+    monitor's rescored samples against the absolute ceilings): the mean of the bound's column
+    with its Student-t CI at `confidence` (the paired one against zero)."""
+    out = []
+    for bound in relative_bounds():
+        values = [float(r[bound.column]) for r in rows if bound.column in r]
+        if not values:
+            continue
+        mean, low, high = paired_t_ci(values, [0.0] * len(values), level=confidence)
+        out.append(
+            {
+                "bound": bound.check,
+                "column": bound.column,
+                "test": "one-sample",
+                "documents": len(values),
+                "confidence": float(confidence),
+                "estimate": mean,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
+    return out

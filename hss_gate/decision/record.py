@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 from hss_gate.common.errors import InputError
 
 EXIT_CODES = {"promote": 0, "block": 1, "error": 2}
-SCHEMA_VERSION = "2"  # of decision.json and monitor.json: 2 added schema_version and findings
+SCHEMA_VERSION = "3"  # of decision.json and monitor.json: 2 added schema_version and findings;
+# 3: a facts check observes the lower end of its interval, given beside it (`interval`)
 
 
 # the codes of the findings that do not come from a check (those have the check's code)

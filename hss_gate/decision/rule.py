@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hss_gate.decision.paired_comparison import NOT_MEASURED_TEXT, difference_text
+from hss_gate.decision.paired_comparison import NOT_MEASURED_TEXT, difference_text, observed_text
 from hss_gate.decision.record import Decision, Effect, Finding, texts_of
 from hss_gate.settings import GateSettings
 from hss_gate.signals import margins, relative_bounds, rewriting
@@ -170,7 +170,7 @@ def check_findings(checks: Sequence[Mapping[str, Any]], gate: GateSettings) -> l
     for check in checks:
         if check["success"]:
             continue
-        observed = _observed(check["observed"])
+        observed = observed_text(check)
         if check["kind"] == "summarizes":
             text = f"the candidate does not summarize: {check['description']} (observed {observed})"
         else:
@@ -374,9 +374,3 @@ def judge_look(
     at = facts_bounds_relative_to(gate, production)[0] if relative else gate
     checks = [dict(c) for c in run_checks(at)]
     return LookJudgement(look_verdict(comparison, checks, at, last=last), checks, at)
-
-
-def _observed(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)

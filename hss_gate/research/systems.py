@@ -36,7 +36,7 @@ from scipy import stats
 from hss_gate.common.errors import InputError
 from hss_gate.common.jsonl import read_jsonl
 from hss_gate.decision.checks import severity_checks
-from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.paired_comparison import bound_intervals, compare
 from hss_gate.decision.rule import judge_look
 from hss_gate.decision.sequential import look_levels, look_plan, look_record, stratified_order
 from hss_gate.scoring.severity import paired_t_ci
@@ -201,15 +201,17 @@ def document_row(
     }
 
 
-def facts_checks(rows: Sequence[Mapping[str, Any]], gate: GateSettings) -> list[dict[str, Any]]:
-    """The gate's absolute facts checks (hss_gate.decision.checks.severity_checks, kind `facts`:
-    `mean` tests) on these rows, as check results the gate reads."""
+def facts_checks(comparison: Mapping[str, Any], gate: GateSettings) -> list[dict[str, Any]]:
+    """The gate's facts checks (hss_gate.decision.checks.severity_checks, kind `facts`: the
+    lower end of each bound's paired interval, hss_gate.decision.paired_comparison
+    .bound_intervals, at most the bound) on this look's comparison, as check results the gate
+    reads."""
+    lower = {row["bound"]: row["ci_low"] for row in bound_intervals(comparison)}
     out = []
     for check in severity_checks(gate):
-        if check.kind != "facts" or check.test != "mean" or check.column is None:
+        if check.kind != "facts" or check.where is None:
             continue
-        observed = float(np.mean([float(r[check.column]) for r in rows]))
-        low = -np.inf if check.low is None else check.low
+        observed = lower[check.where[1]]
         high = np.inf if check.high is None else check.high
         out.append(
             {
@@ -219,7 +221,7 @@ def facts_checks(rows: Sequence[Mapping[str, Any]], gate: GateSettings) -> list[
                 "code": check.code,
                 "description": check.description,
                 "blocking": check.blocking,
-                "success": bool(low <= observed <= high),
+                "success": bool(observed <= high),
                 "observed": observed,
             }
         )
@@ -281,7 +283,7 @@ def gate_call(
             comparison,
             prod[:n],
             gate,
-            lambda at, rows=cand[:n]: facts_checks(rows, at),
+            lambda at, looked=comparison: facts_checks(looked, at),
             last=i == len(plan) - 1,
             relative=relative,
         )

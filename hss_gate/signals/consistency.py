@@ -23,7 +23,7 @@ SIGNAL = Signal(
             ci="student-t",
         ),
         Paired("base_consistency", "factual consistency with the source (checker, 0-1)"),
-        Paired("base_low_consistency", "summaries the checker finds unsupported"),
+        Paired("base_low_consistency", "summaries the checker finds unsupported", ci="student-t"),
     ),
     margins=(
         Margin(

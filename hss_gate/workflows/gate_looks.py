@@ -28,8 +28,8 @@ import pandas as pd
 from hss_gate.common.errors import InputError
 from hss_gate.common.progress import PlanProgress, Progress
 from hss_gate.common.redact import redacted_uri
-from hss_gate.decision.checks import HSS_DOCUMENTS, HssSubset
-from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.checks import FACTS_BOUNDS, HSS_DOCUMENTS, HssSubset
+from hss_gate.decision.paired_comparison import bound_intervals, compare
 from hss_gate.decision.rule import judge_look
 from hss_gate.decision.sequential import (
     HssPlan,
@@ -74,12 +74,13 @@ def gate_tables(
     hss_documents: Collection[str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The tables the suites validate: candidate documents, perturbations, category deltas,
-    and (facts first) the documents HSS was measured on."""
+    the facts bounds' paired intervals, and (facts first) the documents HSS was measured on."""
     documents = as_floats(pd.DataFrame(candidate.documents))
     tables = {
         "documents": documents,
         "perturbations": pd.DataFrame(candidate.perturbations),
         "categories": pd.DataFrame(comparison["categories"]),
+        FACTS_BOUNDS: pd.DataFrame(bound_intervals(comparison)),
     }
     if hss_documents is not None:
         tables[HSS_DOCUMENTS] = documents[documents["doc_id"].isin(list(hss_documents))]

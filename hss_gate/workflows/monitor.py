@@ -44,7 +44,8 @@ from hss_gate.common.io import read_score_table, write_json_atomic, write_text_a
 from hss_gate.common.progress import Progress, no_progress
 from hss_gate.common.redact import redacted_uri
 from hss_gate.decision import reports
-from hss_gate.decision.paired_comparison import difference_text
+from hss_gate.decision.checks import FACTS_BOUNDS
+from hss_gate.decision.paired_comparison import difference_text, one_sample_bound_intervals
 from hss_gate.decision.record import SCHEMA_VERSION
 from hss_gate.monitoring.rules import (
     monitor_verdict,
@@ -293,14 +294,22 @@ def rescore(
 
 
 def run_monitor_checks(
-    current: pd.DataFrame, gate: GateSettings, docs_dir: Path | None, served_only: bool
+    current: pd.DataFrame,
+    gate: GateSettings,
+    docs_dir: Path | None,
+    served_only: bool,
+    confidence: float,
 ) -> list[dict[str, Any]]:
     """The served summaries' checks and, after a full run, the absolute severity and
-    data-quality checks of the rescored samples."""
+    data-quality checks of the rescored samples (a facts bound on the lower end of the
+    samples' one-sample interval at `confidence`)."""
     from hss_gate.decision.suites import monitor_expectations, served_expectations
 
     specs = served_expectations(gate, n_documents=len(current))
+    tables = {"documents": as_floats(current)}
     if not served_only:
+        rows = current.to_dict("records")
+        tables[FACTS_BOUNDS] = pd.DataFrame(one_sample_bound_intervals(rows, confidence))
         full = monitor_expectations(
             gate,
             n_documents=len(current),
@@ -308,7 +317,7 @@ def run_monitor_checks(
         )
         names = {s.name for s in full}
         specs = full + [s for s in specs if s.name not in names]
-    return validate_tables({"documents": as_floats(current)}, specs, docs_dir)
+    return validate_tables(tables, specs, docs_dir)
 
 
 def decide_monitor(
@@ -400,7 +409,12 @@ def monitor_steps(
     served = steps.compute(served_comparison, live, run.reference, settings)
     scores = rescore(run, live, runner, steps, progress)
     checks = steps.compute(
-        run_monitor_checks, scores.current, settings.gate, out_dir / "data_docs", run.served_only
+        run_monitor_checks,
+        scores.current,
+        settings.gate,
+        out_dir / "data_docs",
+        run.served_only,
+        settings.score.confidence,
     )
     checker = {"checker": run.tools.checker.fingerprint}
     return checker | attribution | decide_monitor(run, windows, served, scores, checks, steps)

@@ -122,11 +122,15 @@ def validate_tables(
     tables: Mapping[str, pd.DataFrame], specs: Sequence[Any], docs_dir: Path | None
 ) -> list[dict[str, Any]]:
     """Run the Great Expectations suites; their Data Docs replace docs_dir as a whole (GX
-    builds the site into the folder io.atomic_folder gives it, which then replaces docs_dir)."""
+    builds the site into the folder io.atomic_folder gives it, which then replaces docs_dir).
+    Each facts bound's result carries its interval (checks.with_intervals)."""
+    from hss_gate.decision.checks import FACTS_BOUNDS, with_intervals
     from hss_gate.decision.suites import run_suites
 
     if docs_dir is None:
-        return [r.to_dict() for r in run_suites(tables, specs)]
-    with atomic_folder(docs_dir) as built:
-        results = run_suites(tables, specs, docs_dir=built)
-    return [r.to_dict() for r in results]
+        results = run_suites(tables, specs)
+    else:
+        with atomic_folder(docs_dir) as built:
+            results = run_suites(tables, specs, docs_dir=built)
+    intervals = tables[FACTS_BOUNDS].to_dict("records") if FACTS_BOUNDS in tables else []
+    return with_intervals([r.to_dict() for r in results], intervals)

@@ -98,7 +98,7 @@ def test_an_override_and_junit_from_the_command_line(runner, tmp_path):
     )
     assert result.exit_code == 0, result.output
     decision = json.loads((tmp_path / "decision.json").read_text())
-    assert decision["schema_version"] == "2"
+    assert decision["schema_version"] == "3"
     assert decision["decision"] == "promote" and decision["decided_by"] == ["override"]
     assert "unsupported_entities" in decision["override"]["blocked_by"]
     codes = {f["code"]: f["effect"] for f in decision["findings"]}
@@ -208,8 +208,14 @@ def test_monitor_scores_recent_samples_and_records_the_run(runner, tmp_path):
     assert report["decision"] in ("insufficient_data", "unhealthy")
     assert result.exit_code == EXIT_CODES[report["decision"]], result.output
     assert report["n_samples"] == 4 and len(report["samples"]) == 4
-    assert report["schema_version"] == "2"
+    assert report["schema_version"] == "3"
     assert all(c["code"] and c["blocking"] for c in report["checks"])
+    facts = [c for c in report["checks"] if c["kind"] == "facts"]  # one-sample, on the 4 samples
+    assert {c["name"] for c in facts} == {"mean_unsupported_share", "low_consistency_share"}
+    for check in facts:
+        interval = check["interval"]
+        assert (interval["test"], interval["documents"]) == ("one-sample", 4)
+        assert check["observed"] == interval["ci_low"] <= interval["estimate"]
     # lead-3 copies: its live HSS is far below the production reference, never a rise
     assert report["severity"]["live_mean"] < report["severity"]["reference_mean"]
     assert not report["severity"]["rise"]

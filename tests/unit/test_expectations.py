@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from hss_gate.decision.checks import FACTS_BOUNDS
+from hss_gate.decision.paired_comparison import one_sample_bound_intervals
 from hss_gate.decision.suites import (
     CheckResult,
     ExpectationSpec,
@@ -94,7 +96,14 @@ def clean_tables() -> dict[str, pd.DataFrame]:
             "n": [7, 7, 6],
         }
     )
-    return {"documents": docs, "perturbations": perturbations, "categories": categories}
+    return {"perturbations": perturbations, "categories": categories} | document_tables(docs)
+
+
+def document_tables(docs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The documents table and the one-sample intervals of its facts bounds (as the monitor
+    builds them)."""
+    bounds = one_sample_bound_intervals(docs.to_dict("records"), 0.95)
+    return {"documents": docs, FACTS_BOUNDS: pd.DataFrame(bounds)}
 
 
 def specs_for(gate: GateSettings = GATE, **kw) -> list[ExpectationSpec]:
@@ -105,6 +114,14 @@ def specs_for(gate: GateSettings = GATE, **kw) -> list[ExpectationSpec]:
 
 def failed(results: list[CheckResult]) -> set[tuple[str, str]]:
     return {(r.table, r.name) for r in results if not r.success}
+
+
+def run_documents(docs: pd.DataFrame, specs: list[ExpectationSpec] | None = None):
+    """Validate the documents table and its facts bounds against their specs only."""
+    specs = [s for s in (specs or specs_for()) if s.table in ("documents", FACTS_BOUNDS)]
+    results = run_suites(document_tables(docs), specs)
+    assert len(results) == len(specs)
+    return results
 
 
 def run_table(table: str, df: pd.DataFrame, specs: list[ExpectationSpec] | None = None):
@@ -160,8 +177,13 @@ def test_severity_specs_carry_the_thresholds():
         "base_other_language",
     }
     assert all(s.kwargs["max_value"] == 0.1 for s in not_summary)
-    assert by_name["low_consistency_share"].kwargs["column"] == "base_low_consistency"
-    assert by_name["low_consistency_share"].kwargs["max_value"] == 0.35
+    for name, high in (("low_consistency_share", 0.35), ("mean_unsupported_share", 0.04)):
+        facts = by_name[name]  # held on the lower end of the bound's interval, not on a mean
+        assert facts.table == "facts_bounds"
+        assert facts.expectation == "ExpectColumnMaxToBeBetween"
+        assert facts.kwargs["column"] == "ci_low" and facts.kwargs["max_value"] == high
+        assert facts.kwargs["row_condition"]["parameter"] == name
+        assert "lower end of its interval" in facts.description
     assert by_name["mean_hss"].kwargs == {"column": "hss", "min_value": None, "max_value": 0.61}
     assert by_name["mean_hss"].description == "mean HSS <= 0.61"
     p95 = by_name["p95_hss"]
@@ -171,7 +193,6 @@ def test_severity_specs_carry_the_thresholds():
     assert share.kwargs["max_value"] == 0.8
     assert share.kwargs["mostly"] == 0.7  # exactly, not 0.7000000000000001
     assert "30%" in share.description and "0.80" in share.description
-    assert by_name["mean_unsupported_share"].kwargs["max_value"] == 0.04
     assert by_name["truncated_share"].kwargs["column"] == "base_truncated"
     assert by_name["truncated_share"].kwargs["max_value"] == 0.4
     deltas = [s for s in by_name.values() if s.name.startswith("category_delta")]
@@ -217,9 +238,13 @@ def test_optional_columns_add_checks_only_when_present_and_configured():
         specs_for(optional_columns=["made_up"])
 
 
-def test_monitor_specs_are_documents_only_without_category_checks():
+def test_monitor_specs_are_documents_and_facts_bounds_without_category_checks():
     specs = monitor_expectations(GATE, n_documents=7)
-    assert {s.table for s in specs} == {"documents"}
+    assert {s.table for s in specs} == {"documents", FACTS_BOUNDS}
+    assert {s.name for s in specs if s.table == FACTS_BOUNDS} == {
+        "mean_unsupported_share",
+        "low_consistency_share",
+    }
     names = {s.name for s in specs}
     assert {"mean_hss", "p95_hss", "share_above_severity", "truncated_share"} <= names
     assert "categories_present" not in names and "category_exists" not in names
@@ -361,8 +386,9 @@ def test_each_document_threshold_fails_alone(case, expected):
         docs["base_near_empty"] = [i < 5 for i in range(N)]  # 25% > 20%
     elif case == "copies_source":
         docs["base_copies_source"] = True
-    results = run_table("documents", docs)
-    assert failed(results) == {("documents", expected)}
+    results = run_documents(docs)
+    table = FACTS_BOUNDS if KINDS[expected] == "facts" else "documents"
+    assert failed(results) == {(table, expected)}
     bad = next(r for r in results if not r.success)
     assert bad.kind == KINDS[expected]
     if case == "share_above":
@@ -421,7 +447,7 @@ def test_data_quality_problems_are_caught(case, expected):
     elif case == "bad_bool":
         docs["base_empty"] = 0.0
         docs.loc[2, "base_empty"] = 2.0
-    results = run_table("documents", docs)
+    results = run_documents(docs)
     assert failed(results) == {("documents", expected)}
     bad = next(r for r in results if not r.success)
     assert bad.kind == "data"
@@ -488,9 +514,13 @@ def test_optional_column_thresholds_are_enforced():
 def test_monitor_suite_passes_live_rows_without_category_and_fails_severity():
     docs = clean_documents(8).drop(columns=["category", "tier"])
     specs = monitor_expectations(GATE, n_documents=8)
-    assert failed(run_suites({"documents": docs}, specs)) == set()
+    assert failed(run_suites(document_tables(docs), specs)) == set()
     docs["hss"] = 0.8
-    assert failed(run_suites({"documents": docs}, specs)) == {("documents", "mean_hss")}
+    assert failed(run_suites(document_tables(docs), specs)) == {("documents", "mean_hss")}
+    docs["base_unsupported_share"] = 0.08  # every sample above the 0.05 ceiling
+    assert ("facts_bounds", "mean_unsupported_share") in failed(
+        run_suites(document_tables(docs), specs)
+    )
 
 
 def test_duplicate_specs_each_get_a_result():
@@ -501,3 +531,17 @@ def test_duplicate_specs_each_get_a_result():
     assert [r.name for r in results] == ["mean_hss", "mean_hss_again", "mean_hss"]
     assert all(r.success for r in results)
     assert len({r.observed for r in results}) == 1
+
+
+def test_a_facts_share_above_its_ceiling_blocks_only_when_its_interval_is_above():
+    """The point estimate alone never fails a facts bound: 8 of 20 unsupported (0.40 over the
+    0.29 ceiling) is within noise; 14 of 20 is above it with confidence."""
+    gate = GateSettings(max_low_consistency_share=0.29)
+    specs = specs_for(gate)
+    docs = clean_documents()
+    docs["base_low_consistency"] = [i < 8 for i in range(N)]
+    assert failed(run_documents(docs, specs)) == set()
+    low = document_tables(docs)[FACTS_BOUNDS].set_index("bound").loc["low_consistency_share"]
+    assert low["estimate"] == pytest.approx(0.40) and low["ci_low"] < 0.29 < low["estimate"]
+    docs["base_low_consistency"] = [i < 14 for i in range(N)]
+    assert failed(run_documents(docs, specs)) == {(FACTS_BOUNDS, "low_consistency_share")}

@@ -135,7 +135,8 @@ def test_by_default_only_the_first_look_is_perturbed(fake_cli, tmp_path, monkeyp
     # the HSS checks read the documents HSS was measured on; the facts read all 16
     tables = {c["name"]: c["table"] for c in decision["checks"]}
     assert tables["mean_hss"] == tables["p95_hss"] == "hss_documents"
-    assert tables["mean_unsupported_share"] == "documents"
+    assert tables["mean_unsupported_share"] == tables["low_consistency_share"] == "facts_bounds"
+    assert metrics["signals"]["base_unsupported_share"].get("documents") is None  # on all 16
     rows = {(c["table"], c["name"]): c for c in decision["checks"]}
     assert rows[("hss_documents", "row_count")]["kwargs"]["value"] == 8
     assert rows[("documents", "row_count")]["kwargs"]["value"] == 16
@@ -158,7 +159,8 @@ def test_hss_everywhere_perturbs_every_look(fake_cli, tmp_path, monkeypatch, rec
     assert all(c["hss_documents"] is None for c in recorded)  # the runner is asked as before
     assert "hss_documents" not in decision["metrics"]
     assert not any(f["code"] == "hss.subset" for f in decision["findings"])
-    assert {c["table"] for c in decision["checks"]} == {"documents", "perturbations", "categories"}
+    tables = {c["table"] for c in decision["checks"]}
+    assert tables == {"documents", "perturbations", "categories", "facts_bounds"}
 
 
 def test_a_count_spans_the_looks(fake_cli, tmp_path, monkeypatch, recorded):

@@ -11,7 +11,7 @@ import pytest
 
 from hss_gate.common.inputs import load_corpus
 from hss_gate.decision.checks import CODES, category_checks
-from hss_gate.decision.paired_comparison import compare
+from hss_gate.decision.paired_comparison import bound_intervals, compare
 from hss_gate.decision.record import FINDING_CODES, SCHEMA_VERSION, apply_override
 from hss_gate.decision.reports import decision_html, decision_junit, decision_markdown
 from hss_gate.decision.rule import check_blocks, decide
@@ -108,7 +108,7 @@ def test_the_decision_has_a_schema_version_and_a_coded_finding_per_reason_and_no
     ]
     decision = decide(compare(cand, prod, resamples=300, seed=1), checks, GATE)
     written = json.loads(decision.model_dump_json())
-    assert written["schema_version"] == SCHEMA_VERSION == "2"
+    assert written["schema_version"] == SCHEMA_VERSION == "3"
     assert decision.decided_by == ["not_summarizing", "unsupported_entities", "facts"]
     findings = written["findings"]
     reasons = [f for f in findings if f["effect"] == "block"]
@@ -249,3 +249,31 @@ def test_a_gate_request_is_built_by_field_name_only():
     assert (request.candidate_file, request.limit, request.junit) == ("c.yaml", 4, None)
     assert override_request(None, None) is None
     assert override_request("alice", None) == ("alice", "")  # refused when applied
+
+
+def test_a_facts_bound_is_read_on_the_paired_interval_of_the_candidates_mean():
+    """Paired with production on the same documents: the candidate's interval is production's
+    mean plus the paired difference's Student-t CI at the look's level (wider at a stricter
+    level), and the point estimate sits inside it."""
+    cats = ["a"] * 30
+    rng = np.random.default_rng(0)
+    production = _rows([0.4] * 30, cats, unsupported=0.02)
+    candidate = _rows([0.4] * 30, cats)
+    for i, row in enumerate(candidate):
+        row["base_unsupported_share"] = float(0.02 + rng.normal(0.03, 0.05))
+        row["base_low_consistency"] = i % 3 == 0
+    intervals = {}
+    for level in (0.95, 0.999):
+        comparison = compare(candidate, production, confidence=level, resamples=50)
+        intervals[level] = {r["bound"]: r for r in bound_intervals(comparison)}
+    row = intervals[0.95]["mean_unsupported_share"]
+    diff = comparison["signals"]["base_unsupported_share"]
+    assert row["production"] == pytest.approx(0.02) and row["test"] == "paired"
+    assert row["ci_low"] < row["estimate"] < row["ci_high"]
+    assert row["estimate"] == pytest.approx(0.02 + diff["difference"])
+    strict = intervals[0.999]["mean_unsupported_share"]
+    assert strict["ci_low"] < row["ci_low"] and strict["ci_high"] > row["ci_high"]
+    assert strict["ci_low"] == pytest.approx(0.02 + diff["ci_low"])
+    share = intervals[0.95]["low_consistency_share"]
+    assert share["estimate"] == pytest.approx(10 / 30) and share["production"] == 0.0
+    assert set(intervals[0.95]) == {"mean_unsupported_share", "low_consistency_share"}

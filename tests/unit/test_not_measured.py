@@ -200,7 +200,7 @@ def test_hss_expectations_are_skipped_not_run_on_nan() -> None:
         GateSettings(), categories=["news"], n_documents=12, n_perturbations=0, hss_measured=False
     )
     assert specs and not [s for s in specs if s.kind == "hss"]
-    assert {s.table for s in specs} == {"documents"}
+    assert {s.table for s in specs} == {"documents", "facts_bounds"}
     columns = {s.kwargs.get("column") for s in specs}
     assert not columns & HSS_DOCUMENT_COLUMNS
     assert {"base_consistency", "base_unsupported_share", "base_empty"} <= columns

@@ -125,6 +125,7 @@ def test_each_relative_bound_is_the_one_declaration_of_its_check():
     checks = severity_checks(gate)
     for bound in summary_signals.relative_bounds():
         (check,) = [c for c in checks if c.code == bound.code]
-        assert (check.name, check.column) == (bound.check, bound.column)
+        assert (check.name, check.where) == (bound.check, ("bound", bound.check))
+        assert (check.table, check.column) == ("facts_bounds", "ci_low")
         assert check.high == getattr(gate, bound.setting)
         assert check.description.startswith(bound.text)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from xml.sax.saxutils import quoteattr
 
 from hss_gate.decision.record import Decision, Finding
-from hss_gate.decision.reports.sections import num
+from hss_gate.decision.reports.sections import observed
 
 JUNIT_SIGNALS = {
     "consistency": "consistency",
@@ -43,7 +43,7 @@ def decision_junit(decision: Decision) -> str:
     failed_checks = {f.check for f in blocked if f.check}
     for check in decision.checks:
         where = f"{check['table']}.{check['name']}"
-        message = f"{check['description']} (observed {num(check['observed'])})"
+        message = f"{check['description']} (observed {observed(check)})"
         failed = not check["success"] and where in failed_checks
         case(f"hss-gate.checks.{check['kind']}", check["name"], message if failed else None)
     if decision.override:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hss_gate.decision.paired_comparison import difference_text
+from hss_gate.decision.paired_comparison import difference_text, observed_text
 from hss_gate.decision.record import Decision
 from hss_gate.monitoring.trend import CONSISTENCY_TEST
 from hss_gate.signals.consistency import SIGNAL as CONSISTENCY
@@ -182,11 +182,14 @@ def _result(check: Mapping[str, Any]) -> str:
     return "FAIL" if check.get("blocking", True) else "FAIL (advisory)"
 
 
+def observed(check: Mapping[str, Any]) -> str:
+    """A check result's observed value as the reports write it: a facts bound's interval."""
+    return observed_text(check) if check.get("interval") else num(check["observed"])
+
+
 def checks_table(checks: Sequence[Mapping[str, Any]]) -> Table:
     """The Great Expectations suite checks, a failed one marked."""
-    rows = [
-        [_result(c), c["kind"], c["table"], c["description"], num(c["observed"])] for c in checks
-    ]
+    rows = [[_result(c), c["kind"], c["table"], c["description"], observed(c)] for c in checks]
     return Table(CHECK_HEADERS, rows, [not c["success"] for c in checks])
 
 
