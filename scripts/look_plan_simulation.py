@@ -57,6 +57,12 @@ Noise = Callable[[np.random.Generator, int], np.ndarray]
 """Draws n per-document deviations of a paired difference from its true value."""
 
 
+REFERENCE_MARGIN = 0.10
+"""The consistency margin the simulation holds in the checker's units: gate.consistency_margin's
+default (gate.consistency_margin_scale: checker). A user's standardized or relative margin is
+converted to these units before it is simulated (it times production's sd or mean)."""
+
+
 def normal(sd: float) -> Noise:
     """Normal deviations with standard deviation sd."""
     return lambda rng, n: rng.normal(0.0, sd, n)
@@ -237,7 +243,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--looks", action="append", help="document counts, e.g. 24,48; or auto")
     p.add_argument("--spending", type=lambda s: s.split(","), default=["bonferroni"])
     p.add_argument("--differences", type=lambda s: [float(x) for x in s.split(",")], default=[])
-    p.add_argument("--margin", type=float, default=settings.gate.consistency_margin)
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=REFERENCE_MARGIN,
+        help="in the checker's units (default: gate.consistency_margin's default)",
+    )
     p.add_argument("--unsupported-margin", type=float, default=settings.gate.unsupported_margin)
     p.add_argument("--unsupported-sd", type=float, default=0.02)
     p.add_argument("--level", type=float, default=settings.score.confidence, help="1 - alpha")
@@ -273,7 +284,11 @@ def noise_of(args: argparse.Namespace) -> tuple[tuple[Noise, Noise], str]:
 def main(argv: Sequence[str]) -> None:
     args = parse(argv)
     noise, source = noise_of(args)
-    gate = GateSettings(consistency_margin=args.margin, unsupported_margin=args.unsupported_margin)
+    gate = GateSettings(
+        consistency_margin=args.margin,
+        consistency_margin_scale="checker",
+        unsupported_margin=args.unsupported_margin,
+    )
     print(
         f"{source}; consistency margin {args.margin}, unsupported margin "
         f"{args.unsupported_margin}, overall confidence {args.level:.0%}, {args.runs} gates a cell"

@@ -170,6 +170,7 @@ def _paired_signal(
         "label": signal.label,
         "candidate": float(np.mean(a)),
         "production": float(np.mean(b)),
+        "production_sd": float(np.std(b, ddof=1)) if len(b) > 1 else 0.0,
         "difference": diff,
         "ci_low": low,
         "ci_high": high,

@@ -220,7 +220,7 @@ def paired_findings(comparison: Mapping[str, Any], gate: GateSettings) -> list[F
         stats = signals.get(margin.column)
         if stats and margin.beyond(stats, gate):
             text = margin.text.format(
-                margin=margin.of(gate),
+                margin=margin.text_of(gate, stats),
                 diff=_fmt_diff(stats),
                 level=level,
                 n=stats.get("documents", n),
@@ -311,7 +311,8 @@ def _metrics(
             "production": consistency["production"],
             "difference": consistency["difference"],
             "difference_ci": [consistency["ci_low"], consistency["ci_high"]],
-            "margin": gate.consistency_margin,
+            "margin": CONSISTENCY_MARGIN.of(gate, consistency),
+            "margin_scale": CONSISTENCY_MARGIN.scale_of(gate),
         }
     return metrics
 

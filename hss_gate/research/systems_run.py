@@ -117,13 +117,17 @@ def _invented(kind: str, request: SystemsRequest, encode: Any, embedder: str) ->
 def gate_for(gate: GateSettings, checker: Any, request: SystemsRequest) -> GateSettings:
     """The gate settings for this checker (see build_checker)."""
     weights = getattr(checker, "weights", None)
-    margin = request.consistency_margin
+    margin, scale = request.consistency_margin, None
     if margin is None and weights is not None:
-        margin = weights.margin
+        margin, scale = weights.margin, "checker"  # the weights state it in their score's units
     share = request.max_low_share
     if share is None and weights is not None:
         share = weights.max_low_share
-    update = {"consistency_margin": margin, "max_low_consistency_share": share}
+    update = {
+        "consistency_margin": margin,
+        "consistency_margin_scale": scale,
+        "max_low_consistency_share": share,
+    }
     return gate.model_copy(update={k: v for k, v in update.items() if v is not None})
 
 

@@ -103,10 +103,16 @@ class GateSettings(BaseModel):
     consistency_margin: float = Field(
         0.10,
         ge=0.0,
-        le=1.0,
+        le=5.0,
         description="block when the summaries' mean sentence support falls significantly by "
-        "more (entail: 0.08 of the least supported sentence's units, times the spread of "
-        "FRANK's five system means, 0.102)",
+        "more, in gate.consistency_margin_scale's units (checker: entail's 0.08 of the least "
+        "supported sentence's units, times the spread of FRANK's five system means, 0.102)",
+    )
+    consistency_margin_scale: Literal["checker", "standardized", "relative"] = Field(
+        "checker",
+        description="the units of gate.consistency_margin: checker (the checker's mean support), "
+        "standardized (production's per-document standard deviation of it on the gate's "
+        "documents) or relative (a share of production's mean of it)",
     )
     max_low_consistency_share: float = Field(
         0.29,

@@ -35,6 +35,7 @@ SIGNAL = Signal(
             "the summaries' factual consistency (mean sentence support) fell beyond the margin "
             "{margin}: {diff}, "
             "paired Student-t {level} CI over {n} documents",
+            scale="consistency_margin_scale",
         ),
     ),
     bounds=(

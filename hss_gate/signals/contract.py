@@ -43,22 +43,48 @@ class Margin:
     code: str
     text: str  # {margin}, {diff}, {level}, {n}
     switch: str | None = None
+    scale: str | None = None  # the GateSettings field naming the margin's units (None: absolute)
 
-    def of(self, gate: Any) -> float:
-        """This margin's value in the gate settings."""
-        return float(getattr(gate, self.setting))
+    def scale_of(self, gate: Any) -> str:
+        """The margin's units: "checker" (the column's own), "standardized" (production's
+        per-document standard deviation on the gate's documents) or "relative" (a share of
+        production's mean)."""
+        return str(getattr(gate, self.scale)) if self.scale else "checker"
+
+    def of(self, gate: Any, stats: Mapping[str, float] | None = None) -> float:
+        """This margin in the column's units: the setting, times production's spread or mean
+        on the gate's documents (`stats`, the paired comparison) when its scale says so."""
+        value = float(getattr(gate, self.setting))
+        scale = self.scale_of(gate)
+        if scale == "checker":
+            return value
+        if stats is None:
+            raise ValueError(f"a {scale} {self.setting} needs the paired comparison's statistics")
+        return value * float(stats["production_sd" if scale == "standardized" else "production"])
 
     def beyond(self, stats: Mapping[str, float], gate: Any) -> bool:
         """Worse beyond the margin with confidence (the whole CI past it)."""
         if self.worse == "lower":
-            return stats["ci_high"] < -self.of(gate)
-        return stats["ci_low"] > self.of(gate)
+            return stats["ci_high"] < -self.of(gate, stats)
+        return stats["ci_low"] > self.of(gate, stats)
 
     def inside(self, stats: Mapping[str, float], gate: Any) -> bool:
         """Not worse than the margin with confidence (the whole CI on the good side)."""
         if self.worse == "lower":
-            return stats["ci_low"] > -self.of(gate)
-        return stats["ci_high"] < self.of(gate)
+            return stats["ci_low"] > -self.of(gate, stats)
+        return stats["ci_high"] < self.of(gate, stats)
+
+    def text_of(self, gate: Any, stats: Mapping[str, float]) -> str:
+        """The margin as a reason writes it: 0.1, or 0.087 (0.4 x production's standard
+        deviation 0.218)."""
+        value = self.of(gate, stats)
+        scale = self.scale_of(gate)
+        if scale == "checker":
+            return f"{value:g}"
+        setting = float(getattr(gate, self.setting))
+        base = "standard deviation" if scale == "standardized" else "mean"
+        key = "production_sd" if scale == "standardized" else "production"
+        return f"{value:.3f} ({setting:g} x production's {base} {float(stats[key]):.3f})"
 
     def blocks(self, gate: Any) -> bool:
         return self.switch is None or bool(getattr(gate, self.switch))

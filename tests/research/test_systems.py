@@ -123,7 +123,9 @@ def test_the_gate_blocks_a_clear_fall_early_and_promotes_an_equal_system():
     rng = np.random.default_rng(0)
     prod = rng.uniform(0.6, 1.0, 100)
     worse = np.clip(prod - 0.3 + rng.normal(0, 0.05, 100), 0, 1)
-    gate = GateSettings(alpha_spending="bonferroni")
+    gate = GateSettings(
+        alpha_spending="bonferroni", consistency_margin=0.10, consistency_margin_scale="checker"
+    )
     blocked = gate_call(_rows(worse), _rows(prod), gate)
     # looks 8, 16, 32, 64, 100: the first one (8 documents) blocks
     assert blocked.decision == "block" and blocked.documents == 8

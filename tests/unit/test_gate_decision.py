@@ -115,6 +115,42 @@ def test_the_margin_reads_the_mean_support_not_the_least_supported_sentence():
     assert lowered.metrics["signals"]["base_consistency"]["difference"] == 0.0  # reported
 
 
+@pytest.mark.parametrize(
+    ("scale", "setting", "effective"),
+    [
+        ("checker", 0.10, 0.10),
+        ("standardized", 0.5, None),  # half of production's per-document standard deviation
+        ("relative", 0.2, None),  # a fifth of production's mean support
+    ],
+)
+def test_the_consistency_margin_in_each_scale_follows_production_on_the_gate_documents(
+    scale, setting, effective
+):
+    prod = np.linspace(0.3, 0.7, 30)  # mean 0.5, sd 0.124
+    expected = {
+        "checker": effective,
+        "standardized": setting * float(np.std(prod, ddof=1)),
+        "relative": setting * float(np.mean(prod)),
+    }[scale]
+    gate = GateSettings(consistency_margin=setting, consistency_margin_scale=scale)
+    for fall, blocked in ((expected + 0.01, True), (expected - 0.01, False)):
+        decision = _decide(
+            _docs([0.4] * 30, consistency=prod - fall),
+            _docs([0.4] * 30, consistency=prod),
+            gate=gate,
+        )
+        assert decision.metrics["consistency"]["margin"] == pytest.approx(expected)
+        assert decision.metrics["consistency"]["margin_scale"] == scale
+        assert (decision.decision == "block") is blocked, (scale, fall)
+    if scale != "checker":
+        blocked_reason = _decide(
+            _docs([0.4] * 30, consistency=prod - expected - 0.01),
+            _docs([0.4] * 30, consistency=prod),
+            gate=gate,
+        ).reasons[0]
+        assert f"{expected:.3f} ({setting:g} x production's" in blocked_reason
+
+
 def test_a_table_without_the_margins_column_is_an_error_not_a_promotion():
     prod = _docs([0.4] * 10)
     old = [{k: v for k, v in row.items() if k != "base_mean_support"} for row in prod]

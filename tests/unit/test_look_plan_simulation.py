@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hss_gate.settings import GateSettings, load_settings
+from hss_gate.settings import GateSettings
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.unit
@@ -28,7 +28,7 @@ def _script():
 
 def test_false_blocks_power_and_documents_under_each_spending():
     sim = _script()
-    gate = GateSettings()
+    gate = GateSettings(consistency_margin=sim.REFERENCE_MARGIN, consistency_margin_scale="checker")
     noise = (sim.normal(0.13), sim.normal(0.02))
     for plan in sim.plans(["auto", "24,48"], ["bonferroni", "obrien-fleming"], 48, 12, 0.95):
         at_margin = sim.simulate(-gate.consistency_margin, plan, noise, gate, 80, 1)
@@ -79,7 +79,7 @@ def test_noise_estimated_from_two_score_tables(tmp_path, capsys, monkeypatch):
     )
     out = capsys.readouterr().out
     assert "(60 documents): paired difference consistency mean -0.0" in out
-    margin = load_settings(REPO / "params.yaml").gate.consistency_margin  # as the script reads it
+    margin = sim.REFERENCE_MARGIN  # the default, in the checker's units
     assert f"| looks | spending | levels | false blocks at -{margin:g} |" in out
     assert "| 24,48 | bonferroni | 0.9750 0.9750 |" in out
     assert "100.0% (24.0)" in out  # -0.3 is blocked at the first look

@@ -15,7 +15,8 @@ from hss_gate.settings import GateSettings
 
 pytestmark = pytest.mark.unit
 
-GATE = GateSettings()  # consistency margin 0.10 (entail, mean support), unsupported margin 0.02
+GATE = GateSettings(consistency_margin=0.10, consistency_margin_scale="checker")
+# the consistency margin in entail's units (mean support, simulated so), unsupported margin 0.02
 
 
 @dataclass(frozen=True)
