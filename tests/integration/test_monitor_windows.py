@@ -7,6 +7,7 @@ tests and Evidently's drift of the windows. The checker and tagger are the deter
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -81,11 +82,25 @@ def _summary(i: int, inventing: bool, sentences: int = 2) -> tuple[str, str]:
     return doc.text, " ".join(split_sentences(source.text)[:sentences])
 
 
-def _traffic(url: str, start: int, n: int, model: str, inventing: bool, sentences: int = 2) -> None:
-    """n samples, one every 3 minutes (20 an hour), numbered from `start`."""
+def _traffic(
+    url: str,
+    start: int,
+    n: int,
+    model: str,
+    inventing: bool,
+    sentences: int = 2,
+    flagged: int | None = None,
+) -> None:
+    """n samples, one every 3 minutes (20 an hour), numbered from `start`; `flagged`: exactly
+    the first that many summarize another document (the rest their own), not the 2-in-10 or
+    8-in-10 pattern."""
     samples = []
     for i in range(start, start + n):
         document, summary = _summary(i, inventing, sentences)
+        if flagged is not None:
+            doc = DOCS[i % len(DOCS)]
+            other = DOCS[(i + len(DOCS) // 2) % len(DOCS)] if i - start < flagged else doc
+            document, summary = doc.text, " ".join(split_sentences(other.text)[:sentences])
         samples.append(
             Sample(
                 sample_id=f"{model}-{i}",
@@ -135,6 +150,27 @@ def test_hourly_runs_stay_healthy_then_turn_unhealthy_after_a_switch(hss):
     assert runs[0].details["p_values"]["live_low_consistency"] < 0.005
     assert stored["checker"] == "fake-checker" and len(stored["sample_ids"]) == 100
     assert stored["sample_ids"][0] == "m1-0" and stored["sample_ids"][-1] == "m1-99"
+
+
+def test_a_rise_to_the_share_the_report_says_it_detects_turns_the_monitor_unhealthy(hss):
+    """The smallest flagged share a healthy run says its current window detects (80% power) is
+    a rise it acts on: the next hour of the same model id's traffic at that share is
+    unhealthy (issue 55, item 4)."""
+    invoke, url = hss
+    _traffic(url, 0, 100, "m1", inventing=False)  # the reference: 2 in 10 flagged
+    _traffic(url, 100, PER_HOUR, "m1", inventing=False)
+    code, report = invoke()
+    assert (code, report["decision"]) == (0, "healthy"), report["reasons"]
+    low = next(t for t in report["windows"]["tests"] if t["signal"] == "live_low_consistency")
+    assert low["reference_mean"] == pytest.approx(0.2)
+    detectable = low["detectable_share"]
+    assert 0.2 < detectable < 1.0
+    flagged = math.ceil(detectable * PER_HOUR)
+    _traffic(url, 100 + PER_HOUR, PER_HOUR, "m1", inventing=False, flagged=flagged)
+    code, report = invoke()
+    assert (code, report["decision"]) == (1, "unhealthy"), (flagged, report["reasons"])
+    low = next(t for t in report["windows"]["tests"] if t["signal"] == "live_low_consistency")
+    assert low["current_mean"] == pytest.approx(flagged / PER_HOUR) and low["worse"]
 
 
 def test_a_new_model_id_is_compared_with_the_previous_models_reference(hss, tmp_path):
