@@ -250,6 +250,7 @@ def run_systems(
             "threshold": checker.threshold,
             "weights": str(request.weights) if request.weights else None,
             "consistency_margin": gate.consistency_margin,
+            "consistency_margin_scale": gate.consistency_margin_scale,
             "max_low_consistency_share": gate.max_low_consistency_share,
             "unsupported_margin": gate.unsupported_margin,
             "confidence": settings.score.confidence,
@@ -381,6 +382,12 @@ def summary_lines(result: SystemsResult, through_gate: bool) -> list[str]:
     return lines + spearman_lines(result.meta["spearman"])
 
 
+def _scale_text(meta: Mapping[str, Any]) -> str:
+    """The margin's units when they are not the checker's own."""
+    scale = meta.get("consistency_margin_scale", "checker")
+    return "" if scale == "checker" else f" ({scale}: gate.consistency_margin_scale)"
+
+
 def markdown(result: SystemsResult) -> str:
     """systems.md: what was run, the agreement table, the rank correlation and every pair."""
     m = result.meta
@@ -391,7 +398,8 @@ def markdown(result: SystemsResult) -> str:
         f"Summaries {m['summaries']} (human label `{m['label']}`), documents {m['documents']}; "
         f"checker `{m['checker']}` (threshold {m['threshold']:g}"
         + (f", weights {m['weights']}" if m["weights"] else "")
-        + f"); consistency margin {m['consistency_margin']:g}, max low-consistency share "
+        + f"); consistency margin {m['consistency_margin']:g}{_scale_text(m)}, max "
+        "low-consistency share "
         f"{m['max_low_consistency_share']:g} (the floor; the bound is production's own share "
         "plus headroom), "
         f"unsupported margin {m['unsupported_margin']:g}; gate confidence {m['confidence']:g}; "
