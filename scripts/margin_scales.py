@@ -9,7 +9,11 @@ share of production's mean of it). For each scale and margin this replays the ga
   train on FRANK): must-block pairs blocked and must-promote pairs blocked;
 - each `--pair NAME=CANDIDATE_CSV:PRODUCTION_CSV`, two documents.csv files scored on the same
   documents (e.g. SmolLM2 against production on the reference corpus, production against
-  itself), with what the gate must do (`--must NAME=block|promote`).
+  itself), with what the gate must do (`--must NAME=block|promote`);
+- each `--self-noise NAME=SCORE_DIR`, one `hss score` output: the model against itself reading
+  a meaning-preserving rewording of each document (perturbations.csv, one pair a strength
+  band; every summary checked against the original document), which the gate must promote.
+  Greedy decoding makes a model against itself identical; this is its noise.
 
 Prints one table (figures, not assertions):
 
@@ -47,6 +51,9 @@ GRID = {
 """Around today's default: 0.10 in checker units is 0.45 of production's per-document standard
 deviation (0.224) and 0.14 of its mean (0.715) on the reference corpus."""
 
+FLOORS = (0.0, 0.03, 0.05)
+"""gate.consistency_margin_floor under the two scaled units (checker units)."""
+
 ROW_COLUMNS = ("base_mean_support", "base_consistency", "base_low_consistency")
 
 
@@ -80,12 +87,29 @@ def csv_rows(path: str) -> list[dict]:
     return frame[[c for c in keep if c in frame]].to_dict("records")
 
 
+def self_noise_pairs(name: str, score_dir: Path) -> dict[str, tuple[list, list]]:
+    """The model's summaries of the reworded documents (one strength band a pair) against its
+    summaries of the originals, as documents.csv rows."""
+    production = csv_rows(str(score_dir / "documents.csv"))
+    frame = pd.read_csv(score_dir / "perturbations.csv")
+    frame = frame[frame["index"] == 0]
+    renamed = {
+        f"summary_{c.removeprefix('base_')}": c for c in ("base_unsupported_share", *ROW_COLUMNS)
+    }
+    pairs = {}
+    for strength, band in frame.groupby("strength", sort=False):
+        candidate = band.rename(columns=renamed)[["doc_id", "category", *renamed.values()]]
+        pairs[f"{name} {strength}"] = (candidate.to_dict("records"), production)
+    return pairs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frank", type=Path)
     parser.add_argument("--cache-dir", default=".hss/cache")
     parser.add_argument("--pair", action="append", default=[])
     parser.add_argument("--must", action="append", default=[])
+    parser.add_argument("--self-noise", action="append", default=[])
     args = parser.parse_args(argv)
     settings = load_settings()
     pairs = {}
@@ -94,32 +118,46 @@ def main(argv: list[str] | None = None) -> int:
         candidate, _, production = files.partition(":")
         pairs[name] = (csv_rows(candidate), csv_rows(production))
     must = dict(spec.partition("=")[::2] for spec in args.must)
+    for spec in args.self_noise:
+        name, _, folder = spec.partition("=")
+        noise = self_noise_pairs(name, Path(folder))
+        pairs |= noise
+        must |= dict.fromkeys(noise, "promote")
     frank = frank_rows(args.frank, args.cache_dir) if args.frank else None
-    head = ["scale", "margin"]
+    head = ["scale", "margin", "floor"]
     if frank:
         head += ["frank worse blocked", "frank better blocked", "frank neither blocked"]
     head += [f"{name} (must {must.get(name, '?')})" for name in pairs]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for scale, values in GRID.items():
-        for value in values:
-            gate = settings.gate.model_copy(
-                update={"consistency_margin": value, "consistency_margin_scale": scale}
-            )
-            cells = [scale, f"{value:g}"]
-            if frank:
-                rows, judgements = frank
-                counts = agreement(evaluate_pairs(rows, judgements, gate))
-                better_blocked = counts["better"] - counts["better_promoted"]
-                cells += [
-                    f"{counts['worse_blocked']}/{counts['worse']}",
-                    f"{better_blocked}/{counts['better']}",
-                    f"{counts['neither_blocked']}/{counts['neither']}",
-                ]
-            for candidate, production in pairs.values():
-                call = gate_call(candidate, production, gate, confidence=settings.score.confidence)
-                cells.append(f"{call.decision} at {call.documents}")
-            print("| " + " | ".join(cells) + " |")
+    grid = [
+        (scale, value, floor)
+        for scale, values in GRID.items()
+        for floor in ((0.0,) if scale == "checker" else FLOORS)
+        for value in values
+    ]
+    for scale, value, floor in grid:
+        gate = settings.gate.model_copy(
+            update={
+                "consistency_margin": value,
+                "consistency_margin_scale": scale,
+                "consistency_margin_floor": floor,
+            }
+        )
+        cells = [scale, f"{value:g}", "" if scale == "checker" else f"{floor:g}"]
+        if frank:
+            rows, judgements = frank
+            counts = agreement(evaluate_pairs(rows, judgements, gate))
+            better_blocked = counts["better"] - counts["better_promoted"]
+            cells += [
+                f"{counts['worse_blocked']}/{counts['worse']}",
+                f"{better_blocked}/{counts['better']}",
+                f"{counts['neither_blocked']}/{counts['neither']}",
+            ]
+        for candidate, production in pairs.values():
+            call = gate_call(candidate, production, gate, confidence=settings.score.confidence)
+            cells.append(f"{call.decision} at {call.documents}")
+        print("| " + " | ".join(cells) + " |")
     return 0
 
 

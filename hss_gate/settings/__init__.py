@@ -96,7 +96,7 @@ __all__ = [
     "with_param",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The layout of params.yaml this version reads (its top-level key `schema_version`)."""
 UNVERSIONED = 1
 """A params.yaml without `schema_version` has the layout of version 1 (before the key existed)."""
@@ -112,10 +112,20 @@ SCHEMA_CHANGES: dict[int, tuple[str, ...]] = {
         "sentences and summaries; checker.llm_model, llm_claims, llm_words removed (hss checker "
         "claims is gone)",
     ),
+    3: (
+        "gate.consistency_margin changed units: gate.consistency_margin_scale defaults to "
+        "standardized (0.45 of production's per-document standard deviation, never below "
+        "gate.consistency_margin_floor 0.05; about the old 0.10 on the reference corpus); to "
+        "keep a margin in the checker's units set gate.consistency_margin_scale: checker",
+    ),
 }
 """For each schema_version after the first: the keys it renamed, moved or changed in meaning
 (e.g. "run.corpus -> run.corpora"), named in the error a params.yaml of an older version gets
 when it holds one of their sections (the text before the first dot)."""
+
+CHANGED_SETTINGS: dict[int, tuple[str, ...]] = {3: ("gate.consistency_margin",)}
+"""The versions whose change is one setting's meaning: a file that sets another key of its
+section reads the same, so only the named settings are refused."""
 
 TOP_LEVEL_KEYS = ("schema_version", "hss_gate_version")
 """params.yaml's top-level keys that hold a value, not a section of settings."""
@@ -255,6 +265,16 @@ def with_param(text: str, section: str, key: str, value: str, note: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _holds(data: Mapping[str, Any], version: int) -> bool:
+    """Does a params.yaml hold what schema `version` changed?"""
+    if version in CHANGED_SETTINGS:
+        return any(
+            isinstance(data.get(section), Mapping) and key in data[section]
+            for section, key in (name.split(".", 1) for name in CHANGED_SETTINGS[version])
+        )
+    return any(change.split(".", 1)[0] in data for change in SCHEMA_CHANGES[version])
+
+
 def check_schema(path: Path, data: Mapping[str, Any]) -> None:
     """Refuse a params.yaml of another layout: an older one with the keys that changed since,
     a newer one with the advice to upgrade hss-gate."""
@@ -266,12 +286,11 @@ def check_schema(path: Path, data: Mapping[str, Any]) -> None:
             f"{path}: schema_version {version} is newer than this hss-gate reads "
             f"({SCHEMA_VERSION}): upgrade hss-gate"
         )
-    changed = [
-        key for later in range(version + 1, SCHEMA_VERSION + 1) for key in SCHEMA_CHANGES[later]
-    ]
-    # an older file is refused only when it holds a section a later version changed: one that
-    # sets none of them means the same today
-    if any(key.split(".", 1)[0] in data for key in changed):
+    later = range(version + 1, SCHEMA_VERSION + 1)
+    changed = [key for v in later for key in SCHEMA_CHANGES[v]]
+    # an older file is refused only when it holds what a later version changed (the setting
+    # where CHANGED_SETTINGS names it, else its section): one that sets none means the same today
+    if any(_holds(data, v) for v in later):
         raise InputError(
             f"{path}: schema_version {version} is older than {SCHEMA_VERSION}; changed since: "
             f"{'; '.join(changed)}: update them and set schema_version: {SCHEMA_VERSION}"

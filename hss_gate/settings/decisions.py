@@ -101,18 +101,27 @@ class GateSettings(BaseModel):
     )
     attribution: GateAttributionSettings = Field(default_factory=GateAttributionSettings)
     consistency_margin: float = Field(
-        0.10,
+        0.45,
         ge=0.0,
         le=5.0,
         description="block when the summaries' mean sentence support falls significantly by "
-        "more, in gate.consistency_margin_scale's units (checker: entail's 0.08 of the least "
-        "supported sentence's units, times the spread of FRANK's five system means, 0.102)",
+        "more, in gate.consistency_margin_scale's units (standardized: 0.45 of production's "
+        "per-document standard deviation, 0.10 on the reference corpus; chosen by replay, "
+        "docs/REFERENCE.md 'Every number of the rule')",
     )
     consistency_margin_scale: Literal["checker", "standardized", "relative"] = Field(
-        "checker",
-        description="the units of gate.consistency_margin: checker (the checker's mean support), "
-        "standardized (production's per-document standard deviation of it on the gate's "
-        "documents) or relative (a share of production's mean of it)",
+        "standardized",
+        description="the units of gate.consistency_margin: standardized (production's "
+        "per-document standard deviation of the mean support on the gate's documents), checker "
+        "(the checker's mean support itself) or relative (a share of production's mean of it)",
+    )
+    consistency_margin_floor: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="the least consistency margin, in the checker's units, under the "
+        "standardized and relative scales (a production whose summaries are all supported has "
+        "no spread, and a margin of 0 would block any significant fall)",
     )
     max_low_consistency_share: float = Field(
         0.29,

@@ -36,6 +36,7 @@ SIGNAL = Signal(
             "{margin}: {diff}, "
             "paired Student-t {level} CI over {n} documents",
             scale="consistency_margin_scale",
+            floor="consistency_margin_floor",
         ),
     ),
     bounds=(

@@ -44,6 +44,7 @@ class Margin:
     text: str  # {margin}, {diff}, {level}, {n}
     switch: str | None = None
     scale: str | None = None  # the GateSettings field naming the margin's units (None: absolute)
+    floor: str | None = None  # the GateSettings field: the least margin, in the column's units
 
     def scale_of(self, gate: Any) -> str:
         """The margin's units: "checker" (the column's own), "standardized" (production's
@@ -53,14 +54,19 @@ class Margin:
 
     def of(self, gate: Any, stats: Mapping[str, float] | None = None) -> float:
         """This margin in the column's units: the setting, times production's spread or mean
-        on the gate's documents (`stats`, the paired comparison) when its scale says so."""
+        on the gate's documents (`stats`, the paired comparison) when its scale says so, and
+        never below the floor (a production whose summaries are all supported has no spread)."""
         value = float(getattr(gate, self.setting))
         scale = self.scale_of(gate)
         if scale == "checker":
             return value
         if stats is None:
             raise ValueError(f"a {scale} {self.setting} needs the paired comparison's statistics")
-        return value * float(stats["production_sd" if scale == "standardized" else "production"])
+        scaled = value * float(stats["production_sd" if scale == "standardized" else "production"])
+        return max(scaled, self.floor_of(gate))
+
+    def floor_of(self, gate: Any) -> float:
+        return float(getattr(gate, self.floor)) if self.floor else 0.0
 
     def beyond(self, stats: Mapping[str, float], gate: Any) -> bool:
         """Worse beyond the margin with confidence (the whole CI past it)."""
@@ -84,7 +90,10 @@ class Margin:
         setting = float(getattr(gate, self.setting))
         base = "standard deviation" if scale == "standardized" else "mean"
         key = "production_sd" if scale == "standardized" else "production"
-        return f"{value:.3f} ({setting:g} x production's {base} {float(stats[key]):.3f})"
+        scaled = f"{setting:g} x production's {base} {float(stats[key]):.3f}"
+        if value > setting * float(stats[key]):
+            return f"{value:.3f} (the floor gate.{self.floor}; {scaled})"
+        return f"{value:.3f} ({scaled})"
 
     def blocks(self, gate: Any) -> bool:
         return self.switch is None or bool(getattr(gate, self.switch))

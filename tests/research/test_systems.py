@@ -169,9 +169,11 @@ def test_a_small_fall_within_the_margin_is_promoted():
     prod = rng.uniform(0.6, 1.0, 200)
     cand = prod - 0.01  # significant, but within the 0.03 margin
     assert gate_call(_rows(cand), _rows(prod), GateSettings()).decision == "promote"
-    assert gate_call(_rows(cand), _rows(prod), GateSettings(consistency_margin=0.0)).decision == (
-        "block"
-    )
+    assert gate_call(
+        _rows(cand),
+        _rows(prod),
+        GateSettings(consistency_margin=0.0, consistency_margin_scale="checker"),
+    ).decision == ("block")
 
 
 def test_unsupported_entities_decide_too():

@@ -151,6 +151,28 @@ def test_the_consistency_margin_in_each_scale_follows_production_on_the_gate_doc
         assert f"{expected:.3f} ({setting:g} x production's" in blocked_reason
 
 
+@pytest.mark.parametrize("scale", ["standardized", "relative"])
+def test_a_scaled_margin_never_falls_below_its_floor(scale):
+    # production's summaries all fully supported: no spread, so 0.45 x sd would be a margin of 0
+    prod = np.full(30, 1.0) if scale == "standardized" else np.full(30, 0.08)
+    gate = GateSettings(
+        consistency_margin=0.45, consistency_margin_scale=scale, consistency_margin_floor=0.04
+    )
+    falls = np.linspace(0.0, 0.04, 30)  # a mean fall of 0.02, inside the floor
+    kept = _decide(
+        _docs([0.4] * 30, consistency=prod - falls), _docs([0.4] * 30, consistency=prod), gate=gate
+    )
+    assert kept.metrics["consistency"]["margin"] == pytest.approx(0.04)
+    assert kept.decision == "promote"
+    lowered = _decide(
+        _docs([0.4] * 30, consistency=prod - 0.03 - falls),
+        _docs([0.4] * 30, consistency=prod),
+        gate=gate,
+    )
+    assert lowered.decision == "block"
+    assert "the floor gate.consistency_margin_floor" in lowered.reasons[0]
+
+
 def test_a_table_without_the_margins_column_is_an_error_not_a_promotion():
     prod = _docs([0.4] * 10)
     old = [{k: v for k, v in row.items() if k != "base_mean_support"} for row in prod]

@@ -176,6 +176,7 @@ def test_schema_version_older_newer_and_malformed(tmp_path, monkeypatch):
     params.write_text("perturb:\n  tau: 0.5\n")  # no schema_version: today's layout
     assert load_settings(params).perturb.tau == 0.5
     monkeypatch.setattr(settings, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(settings, "CHANGED_SETTINGS", {})
     monkeypatch.setattr(
         settings, "SCHEMA_CHANGES", {2: ("run.corpus -> run.corpora",), 3: ("gate.margin",)}
     )
@@ -245,3 +246,21 @@ def test_a_corpus_option_is_a_setting_so_the_packaged_baseline_stays_with_its_co
     assert default.run.corpus == str(root / "reference")
     assert default.run.baseline_dir == str(root / "baseline")
     assert default.score.normalization == str(root / "baseline/normalization.json")
+
+
+def test_a_margin_set_in_the_old_units_is_refused_not_reread(tmp_path):
+    # schema 3 reads gate.consistency_margin in standardized units: an older file that sets it
+    # would silently mean 0.10 of a standard deviation, so it is an error naming the fix
+    params = tmp_path / "params.yaml"
+    params.write_text("schema_version: 2\ngate:\n  consistency_margin: 0.10\n")
+    with pytest.raises(InputError, match=r"gate\.consistency_margin_scale: checker"):
+        load_settings(params)
+    params.write_text(
+        "schema_version: 3\ngate:\n  consistency_margin: 0.10\n"
+        "  consistency_margin_scale: checker\n"
+    )
+    gate = load_settings(params).gate
+    assert (gate.consistency_margin, gate.consistency_margin_scale) == (0.10, "checker")
+    assert load_settings(tmp_path / "absent.yaml").gate.consistency_margin_scale == "standardized"
+    params.write_text("schema_version: 2\ngate:\n  hss_blocks: true\n")  # unchanged keys
+    assert load_settings(params).gate.hss_blocks

@@ -28,6 +28,15 @@ class Units:
     high: float
     noise: float
     margin: float
+    scale: str = "checker"  # gate.consistency_margin_scale
+
+    @property
+    def true_margin(self) -> float:
+        """The margin in the checker's units that the rule aims at: the setting, or (standardized)
+        the setting times production's true standard deviation, which the gate estimates."""
+        if self.scale == "checker":
+            return self.margin
+        return self.margin * (self.high - self.low) / np.sqrt(12)  # uniform(low, high)
 
 
 # Measured on the reference corpus (data/baseline): production's paired statistic and one
@@ -39,8 +48,11 @@ class Units:
 ENTAIL = Units(0.0, 1.0, 0.22, GATE.consistency_margin)
 INVENTED_SBERT = Units(0.0, 1.0, 0.21, 0.07)
 SBERT = Units(0.6, 1.0, 0.12, 0.03)
-UNITS = [ENTAIL, INVENTED_SBERT, SBERT]
-UNIT_IDS = ["entail", "invented-sbert", "sbert"]
+# the standardized margin: 0.45 of production's sd (0.289 here, so 0.130), which each look
+# estimates from its own documents; the test holds the rate at the true margin
+STANDARDIZED = Units(0.0, 1.0, 0.22, 0.45, "standardized")
+UNITS = [ENTAIL, INVENTED_SBERT, SBERT, STANDARDIZED]
+UNIT_IDS = ["entail", "invented-sbert", "sbert", "entail-standardized"]
 
 
 def test_every_look_covers_every_category_and_the_order_is_fixed():
@@ -75,7 +87,9 @@ def _docs(consistency, unsupported):
 
 def _run(rng, shift, units, n=48, resamples=400):
     """One simulated gate: paired production/candidate documents, the sequential rule."""
-    gate = GATE.model_copy(update={"consistency_margin": units.margin})
+    gate = GATE.model_copy(
+        update={"consistency_margin": units.margin, "consistency_margin_scale": units.scale}
+    )
     prod_c = rng.uniform(units.low, units.high, n)
     # not clipped to [0, 1]: clipping would pull the true difference inside the margin (-0.081
     # for a shift of -0.10 in entail's units), so a test "at the margin" would not be at it
@@ -112,7 +126,7 @@ def test_false_blocks_stay_under_alpha_even_at_the_margin(units):
     Wilson upper bound of 400 runs' block rate (measured 2.75%, bound 4.9%; at the margin the
     rate does not depend on the units, only on the rule)."""
     runs = 400
-    blocked, _ = _rates(-units.margin, units, sims=runs)
+    blocked, _ = _rates(-units.true_margin, units, sims=runs)
     z = 1.96
     centre = (blocked + z * z / (2 * runs)) / (1 + z * z / runs)
     half = z * np.sqrt(blocked * (1 - blocked) / runs + z * z / (4 * runs**2)) / (1 + z * z / runs)
@@ -124,7 +138,7 @@ def test_false_blocks_stay_under_alpha_even_at_the_margin(units):
 
 @pytest.mark.parametrize("units", UNITS, ids=UNIT_IDS)
 def test_a_clearly_worse_candidate_is_blocked_early(units):
-    blocked, used = _rates(-6 * units.margin, units, sims=60)  # entail -0.60, sbert -0.18
+    blocked, used = _rates(-6 * units.true_margin, units, sims=60)  # entail -0.60, sbert -0.18
     # at the second look (24 documents, half the corpus) nearly always, rarely at the last
     # (entail: 24.8 documents on average): O'Brien-Fleming spends almost none of the error
     # rate at the first look (level 0.9999), the price of its power at the last
